@@ -1,0 +1,9 @@
+// CPulseAudio: libpulse for Swift.
+// Re-exports libpulse's asynchronous API. Nothing here but includes so far:
+// every libpulse call Swift needs is an ordinary C function.
+#ifndef HARMONIA_CPULSEAUDIO_SHIM_H
+#define HARMONIA_CPULSEAUDIO_SHIM_H
+
+#include <pulse/pulseaudio.h>
+
+#endif

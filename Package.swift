@@ -1,0 +1,77 @@
+// swift-tools-version:6.0
+//
+// HarmoniaCore for Linux. The target graph draws the hexagon: HarmoniaCore
+// (models, ports, services, real-time ring) imports no C library; each
+// adapter module imports exactly one, through a system-library target in
+// CShims/.
+import PackageDescription
+
+let package = Package(
+    name: "HarmoniaCore",
+    products: [
+        .library(name: "HarmoniaCore", targets: ["HarmoniaCore"]),
+        .library(name: "HarmoniaFFmpeg", targets: ["HarmoniaFFmpeg"]),
+        .executable(name: "harmonia-play", targets: ["harmonia-play"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    ],
+    targets: [
+        // MARK: C libraries (no logic: see each shim.h)
+        .systemLibrary(
+            name: "CFFmpeg",
+            path: "CShims/CFFmpeg",
+            pkgConfig: "libavformat",
+            providers: [.apt(["libavformat-dev", "libavcodec-dev", "libswresample-dev", "libavutil-dev"])]
+        ),
+        .systemLibrary(
+            name: "CPulseAudio",
+            path: "CShims/CPulseAudio",
+            pkgConfig: "libpulse",
+            providers: [.apt(["libpulse-dev"])]
+        ),
+
+        // MARK: The core: platform-neutral
+        .target(
+            name: "HarmoniaCore",
+            dependencies: [.product(name: "Logging", package: "swift-log")]
+        ),
+
+        // MARK: Adapters
+        .target(
+            name: "HarmoniaFFmpeg",
+            dependencies: ["HarmoniaCore", "CFFmpeg"]
+        ),
+
+        // MARK: Programs
+        .executableTarget(
+            name: "harmonia-play",
+            dependencies: [
+                "HarmoniaCore",
+                "HarmoniaFFmpeg",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+
+        // MARK: Test support and tests (mirroring the source targets)
+        .target(
+            name: "HarmoniaTestSupport",
+            dependencies: ["HarmoniaCore"],
+            path: "Tests/HarmoniaTestSupport"
+        ),
+        .testTarget(
+            name: "HarmoniaCoreTests",
+            dependencies: ["HarmoniaCore", "HarmoniaTestSupport"]
+        ),
+        .testTarget(
+            name: "HarmoniaFFmpegTests",
+            dependencies: ["HarmoniaCore", "HarmoniaFFmpeg", "HarmoniaTestSupport"]
+        ),
+        .testTarget(
+            name: "HarmoniaPlayTests",
+            dependencies: ["HarmoniaTestSupport"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

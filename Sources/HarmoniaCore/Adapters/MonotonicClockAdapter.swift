@@ -1,0 +1,24 @@
+// MonotonicClockAdapter — specs/ports.md §ClockPort
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// `ClockPort` on `CLOCK_MONOTONIC`: unaffected by wall-clock changes.
+/// `now()` is a vDSO call: no allocation, no lock, real-time safe.
+public struct MonotonicClockAdapter: ClockPort {
+    public init() {}
+
+    public func now() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
+    }
+
+    public func sleep(until deadline: UInt64) {
+        var ts = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
+        // An absolute deadline: interruption by a signal simply sleeps again.
+        while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
+    }
+}

@@ -1,0 +1,69 @@
+// DecoderPort — specs/ports.md §DecoderPort
+
+/// Opaque identifier of one open decode session. Unique for the lifetime of
+/// the adapter that issued it; never reused.
+public struct DecodeHandle: Hashable, Sendable, CustomStringConvertible {
+    public let id: UInt64
+    public init(id: UInt64) { self.id = id }
+    public var description: String { "DecodeHandle(\(id))" }
+}
+
+/// Decodes a file or URL to interleaved Float32 PCM at the stream's native
+/// rate and channel count.
+///
+/// Positions are frames: frame `n` is the `n`-th frame a straight decode from
+/// the start delivers, after encoder delay is removed, so frame 0 is the first
+/// frame of the encoded source and `StreamInfo.totalFrames` is its length.
+///
+/// Threads: every method may be called from any thread. Calls on one handle
+/// are serialised by the adapter; calls on different handles run in parallel.
+/// `read` and `seek` may block on I/O: call them from a decode thread, never
+/// from a real-time thread. Errors are always `CoreError`.
+public protocol DecoderPort: AnyObject, Sendable {
+    /// Opens `url` (a local path, `file://` URL or a URL of a protocol the
+    /// adapter speaks) and prepares to deliver frame 0.
+    /// - Throws: `notFound` (no such file), `ioError` (permission, network),
+    ///   `unsupported` (not media, no audio stream, no decoder),
+    ///   `decodeError` (corrupt headers or first packet), `invalidArgument` (empty url).
+    func open(url: String) throws(CoreError) -> DecodeHandle
+
+    /// The stream's format and exact length. Does no I/O.
+    /// - Throws: `invalidState` for a closed or unknown handle.
+    func info(_ handle: DecodeHandle) throws(CoreError) -> StreamInfo
+
+    /// Decodes up to `maxFrames` frames into `buffer`, which holds at least
+    /// `maxFrames × channels` floats. Returns the frames written: fewer than
+    /// `maxFrames` only at the end of the stream, 0 once it is reached.
+    /// The steady-state loop allocates nothing.
+    /// - Throws: `decodeError` (data that cannot be decoded past, with the
+    ///   position), `ioError` (read failure), `invalidState` (closed handle).
+    func read(_ handle: DecodeHandle, into buffer: UnsafeMutablePointer<Float>, maxFrames: Int) throws(CoreError) -> Int
+
+    /// Moves so that the next frame `read` delivers is exactly `frame`, with
+    /// the samples a straight decode has there (decoding from an earlier point
+    /// as the codec needs). Seeking to `totalFrames` leaves the decoder at the end.
+    /// - Throws: `invalidArgument` (negative, or past the end when the length
+    ///   is known), `unsupported` (a source that cannot seek), `decodeError`,
+    ///   `ioError`, `invalidState`.
+    func seek(_ handle: DecodeHandle, toFrame frame: Int64) throws(CoreError)
+
+    /// The frame the next `read` delivers.
+    /// - Throws: `invalidState` for a closed or unknown handle.
+    func position(_ handle: DecodeHandle) throws(CoreError) -> Int64
+
+    /// Releases everything the session holds. Idempotent; never throws.
+    func close(_ handle: DecodeHandle)
+}
+
+extension DecoderPort {
+    /// Seeks to the frame nearest `seconds`: `round(seconds × sampleRate)`.
+    /// - Throws: as `seek(_:toFrame:)`; `invalidArgument` for a negative or
+    ///   non-finite time.
+    public func seek(_ handle: DecodeHandle, toSeconds seconds: Double) throws(CoreError) {
+        guard seconds.isFinite, seconds >= 0 else {
+            throw .invalidArgument("seek position \(seconds) s is invalid: it must be a finite, non-negative number of seconds")
+        }
+        let rate = try info(handle).sampleRate
+        try seek(handle, toFrame: Int64((seconds * rate).rounded()))
+    }
+}

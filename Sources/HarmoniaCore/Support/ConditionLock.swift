@@ -1,0 +1,61 @@
+// ConditionLock: a mutex with a condition variable, for non-real-time threads
+// that wait for a state change (a decode thread waiting for work, a manual
+// clock's sleepers). Never use it on a real-time thread.
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// A pthread mutex and condition variable at stable heap addresses.
+/// `withLock` runs a body under the mutex; `wait()` (only inside `withLock`)
+/// releases the mutex until `broadcast()` is called.
+public final class ConditionLock: @unchecked Sendable {
+    // Allocated once in init, freed in deinit; the addresses never move.
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    private let condition: UnsafeMutablePointer<pthread_cond_t>
+
+    public init() {
+        mutex = .allocate(capacity: 1)
+        condition = .allocate(capacity: 1)
+        pthread_mutex_init(mutex, nil)
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        pthread_cond_init(condition, &attributes)
+        pthread_condattr_destroy(&attributes)
+    }
+
+    deinit {
+        pthread_cond_destroy(condition)
+        pthread_mutex_destroy(mutex)
+        condition.deallocate()
+        mutex.deallocate()
+    }
+
+    /// Runs `body` with the mutex held.
+    public func withLock<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body()
+    }
+
+    /// Waits for a `broadcast`. Call only inside `withLock`; re-check the
+    /// condition afterwards (wake-ups may be spurious).
+    public func wait() {
+        pthread_cond_wait(condition, mutex)
+    }
+
+    /// Waits for a `broadcast` or until the monotonic clock reaches
+    /// `deadline` nanoseconds. Returns false on time-out. Call only inside `withLock`.
+    @discardableResult
+    public func wait(untilMonotonic deadline: UInt64) -> Bool {
+        var ts = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
+        return pthread_cond_timedwait(condition, mutex, &ts) != ETIMEDOUT
+    }
+
+    /// Wakes every waiter.
+    public func broadcast() {
+        pthread_cond_broadcast(condition)
+    }
+}

@@ -1,0 +1,602 @@
+// FFmpegDecodeSession — specs/ports.md §DecoderPort (exact length, exact seek)
+//
+// One open source: container, codec, converter and the buffers the decode
+// loop reuses. Positions are frames of the straight decode's timeline:
+// frame 0 is the first frame of the encoded source, after encoder delay.
+//
+// How the timeline is kept exact:
+// - Each decoded frame's position comes from its timestamp (FFmpeg moves the
+//   timestamp forward when it drops encoder delay), anchored once at open:
+//   `origin` is the timestamp of frame 0. Between anchors frames are counted.
+// - Frames before 0 are dropped (priming that FFmpeg does not drop itself:
+//   iTunSMPB delay, Opus pre-skip after seeking back to the start), and so
+//   are frames at or past `totalFrames` (end padding the container excludes,
+//   as MP4 edit lists do and FFmpeg does not).
+// - seek(f) seeks the demuxer to f − preroll (the codec's warm-up), flushes
+//   the codec, decodes, and drops frames until f.
+import CFFmpeg
+import HarmoniaCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One decode session. Not thread-safe: `FFmpegDecoderAdapter` serialises
+/// every call on it. `close()` is idempotent.
+final class FFmpegDecodeSession {
+    let input: FFmpegInput
+    let info: StreamInfo
+    private let logger: any LoggerPort
+
+    // Reused by every iteration of the decode loop; allocated in init.
+    private var codec: UnsafeMutablePointer<AVCodecContext>?
+    private var packet: UnsafeMutablePointer<AVPacket>?
+    private var frame: UnsafeMutablePointer<AVFrame>?
+    private var resampler: OpaquePointer?
+    private var resamplerInput = (format: Int32(-1), rate: Int32(0), layout: AVChannelLayout())
+    private var outputLayout = AVChannelLayout()
+    private let outputPlane: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>
+    /// Converted interleaved frames of the last decoded AVFrame.
+    private var converted: UnsafeMutablePointer<Float>
+    private var convertedCapacity: Int
+
+    private let channels: Int
+    private let sampleRate: Int32
+    private let sampleTimeBase: AVRational
+    private let streamTimeBase: AVRational
+    /// Decoder warm-up before a seek target, in frames.
+    private let preroll: Int64
+    /// Exact length; nil when unknown (then nothing is trimmed at the end).
+    private let totalFrames: Int64?
+    /// Frames dropped at the start that FFmpeg does not drop (iTunSMPB delay).
+    private let startDelay: Int64
+    /// Timestamp (stream time base) of the stream's first packet: seeking
+    /// there restarts the decode exactly as open did.
+    private let firstPacketTimestamp: Int64
+
+    // Decode state.
+    /// Stream timestamp (in samples) of frame 0; nil until the first frame.
+    private var origin: Int64?
+    /// Position of the next decoded frame when counting; nil = take it from the timestamp.
+    private var nextDecodedPosition: Int64?
+    /// Frames before this position are dropped (0, or a seek target).
+    private var lowerBound: Int64 = 0
+    private var pendingStart = 0
+    private var pendingEnd = 0
+    /// Position of converted[0].
+    private var pendingPosition: Int64 = 0
+    /// Start of a gap to fill with silence before converted[pendingStart]:
+    /// frames [silenceStart, pendingPosition) are owed (none when equal).
+    private var silenceStart: Int64 = 0
+    /// A timestamp within this many frames of the running count agrees with it
+    /// (one tick of the stream's time base, in frames).
+    private let timestampTolerance: Int64
+    /// The frame the next read delivers.
+    private(set) var position: Int64 = 0
+    private var flushedDecoder = false
+    private var lastFrameHadTimestamp = true
+    private var consecutiveErrors = 0
+    private(set) var skippedPackets = 0
+    private var closed = false
+    private var oggEndChecked = false
+    private var oggTruncated = false
+
+    // MARK: Open
+
+    init(url: String, logger: any LoggerPort) throws(CoreError) {
+        let input = try FFmpegInput(url: url)
+        self.input = input
+        self.logger = logger
+        let parameters = input.parameters.pointee
+        channels = Int(parameters.ch_layout.nb_channels)
+        sampleRate = parameters.sample_rate
+        sampleTimeBase = AVRational(num: 1, den: sampleRate)
+        streamTimeBase = input.stream.pointee.time_base
+        timestampTolerance = 1 + av_rescale_q_rnd(1, input.stream.pointee.time_base, AVRational(num: 1, den: parameters.sample_rate), AV_ROUND_UP)
+
+        outputPlane = .allocate(capacity: 1)
+        convertedCapacity = 4096
+        converted = .allocate(capacity: convertedCapacity * channels)
+        packet = av_packet_alloc()
+        frame = av_frame_alloc()
+
+        guard let decoder = avcodec_find_decoder(parameters.codec_id) else {
+            let name = String(cString: avcodec_get_name(parameters.codec_id))
+            throw Self.fail(input, .unsupported("\(url): no decoder for codec '\(name)' in the installed FFmpeg"))
+        }
+        codec = avcodec_alloc_context3(decoder)
+        guard packet != nil, frame != nil, codec != nil else {
+            throw Self.fail(input, .ioError("\(url): out of memory allocating the decoder"))
+        }
+        do {
+            try check(avcodec_parameters_to_context(codec, input.parameters), "avcodec_parameters_to_context")
+            codec!.pointee.pkt_timebase = streamTimeBase
+            codec!.pointee.thread_count = 1
+            try check(avcodec_open2(codec, decoder, nil), "avcodec_open2")
+        } catch {
+            throw Self.fail(input, .unsupported("\(url): the \(String(cString: decoder.pointee.name)) decoder cannot open this stream (\(error.text))"))
+        }
+        if parameters.ch_layout.order == AV_CHANNEL_ORDER_NATIVE {
+            av_channel_layout_copy(&outputLayout, &input.parameters.pointee.ch_layout)
+        } else {
+            av_channel_layout_default(&outputLayout, Int32(channels))
+        }
+
+        preroll = Self.preroll(for: parameters)
+        let firstPacket: (timestamp: Int64, skip: Int64)
+        do {
+            firstPacket = try Self.sendFirstPacket(input: input, codec: codec!, packet: packet!)
+        } catch {
+            throw Self.fail(input, error)
+        }
+        firstPacketTimestamp = firstPacket.timestamp
+        let firstPacketSkip = firstPacket.skip
+        let gapless = Self.gaplessInfo(of: input, firstPacketSkip: firstPacketSkip)
+        startDelay = gapless.startDelay
+        totalFrames = gapless.totalFrames
+        nextDecodedPosition = -startDelay
+
+        let codecName = String(cString: avcodec_get_name(parameters.codec_id))
+        let bitrate = parameters.bit_rate > 0 ? parameters.bit_rate : input.format!.pointee.bit_rate
+        let estimated = input.format!.pointee.duration
+        var info = StreamInfo(totalFrames: totalFrames, sampleRate: Double(sampleRate), channels: channels,
+                              bitDepth: Self.bitDepth(parameters), codec: codecName,
+                              bitrate: bitrate > 0 ? Int((Double(bitrate) / 1000).rounded()) : nil)
+        if totalFrames == nil, estimated > 0 {
+            info.duration = Double(estimated) / Double(AV_TIME_BASE)  // an estimate, for display only
+        }
+        self.info = info
+
+        // Decode the first frame now: a stream that cannot produce any audio
+        // fails at open, and the timeline gets its origin.
+        do {
+            _ = try produce()
+        } catch {
+            close()
+            throw error
+        }
+    }
+
+    /// Closes `input` and returns `error`, for failures inside init.
+    private static func fail(_ input: FFmpegInput, _ error: CoreError) -> CoreError {
+        input.close()
+        return error
+    }
+
+    deinit {
+        close()
+        outputPlane.deallocate()
+        converted.deallocate()
+    }
+
+    /// Releases every FFmpeg object. Idempotent.
+    func close() {
+        guard !closed else { return }
+        closed = true
+        if codec != nil { avcodec_free_context(&codec) }
+        if packet != nil { av_packet_free(&packet) }
+        if frame != nil { av_frame_free(&frame) }
+        if resampler != nil { swr_free(&resampler) }
+        av_channel_layout_uninit(&resamplerInput.layout)
+        av_channel_layout_uninit(&outputLayout)
+        input.close()
+    }
+
+    // MARK: Read
+
+    /// Copies up to `maxFrames` frames into `buffer`. Allocates nothing in the
+    /// steady state (the converter's buffer grows only for a larger frame).
+    func read(into buffer: UnsafeMutablePointer<Float>, maxFrames: Int) throws(CoreError) -> Int {
+        var written = 0
+        while written < maxFrames {
+            if silenceStart < silenceEnd {
+                let count = Int(min(silenceEnd - silenceStart, Int64(maxFrames - written)))
+                (buffer + written * channels).update(repeating: 0, count: count * channels)
+                silenceStart += Int64(count)
+                written += count
+                position += Int64(count)
+                continue
+            }
+            if pendingStart == pendingEnd {
+                guard try produce() else {
+                    if written == 0 { try checkComplete() }
+                    break
+                }
+                continue
+            }
+            let count = min(pendingEnd - pendingStart, maxFrames - written)
+            (buffer + written * channels).update(from: converted + pendingStart * channels, count: count * channels)
+            pendingStart += count
+            written += count
+            position += Int64(count)
+        }
+        return written
+    }
+
+    /// At the end of the stream: throws when the stream ended before the
+    /// length its headers declare (a truncated or damaged file).
+    private func checkComplete() throws(CoreError) {
+        if input.containerName == "ogg", !oggEndChecked {
+            oggEndChecked = true
+            if let size = input.size, size > 0,
+               ContainerFacts.oggEndsWithEndOfStream(tail: input.bytes(at: max(0, size - 65536), count: 65536)) == false {
+                oggTruncated = true
+            }
+        }
+        if oggTruncated {
+            throw .decodeError("\(input.url): the Ogg stream stops at \(Self.time(position, sampleRate)) without its "
+                + "end-of-stream page: the file is truncated")
+        }
+        guard let totalFrames, position < totalFrames else { return }
+        throw .decodeError("\(input.url): the file declares \(Self.time(totalFrames, sampleRate)) (\(totalFrames) frames) "
+            + "but its audio runs out at \(Self.time(position, sampleRate)) (frame \(position)): "
+            + "it is truncated or has corrupt data")
+    }
+
+    // MARK: Seek
+
+    /// Moves so the next read delivers exactly `target`.
+    func seek(to target: Int64) throws(CoreError) {
+        guard target >= 0 else {
+            throw .invalidArgument("\(input.url): seek position \(target) is negative; positions start at 0")
+        }
+        if let totalFrames, target > totalFrames {
+            throw .invalidArgument("\(input.url): seek position \(Self.time(target, sampleRate)) is past the end "
+                + "(\(Self.time(totalFrames, sampleRate))); seek to at most the duration")
+        }
+        guard input.format!.pointee.pb.pointee.seekable != 0 || target == position else {
+            throw .unsupported("\(input.url): this source cannot seek (a live or non-seekable stream)")
+        }
+        var preroll = self.preroll
+        for _ in 0..<4 {
+            // May be negative: warming up for frame 0 means decoding the
+            // priming packets before it, from the stream's first packet.
+            let start = target - preroll
+            let atStreamStart = try seekDemuxer(toFrame: start)
+            lowerBound = Int64.min
+            guard try produce() else {
+                // Nothing decodable from there on: at the end.
+                return finishSeek(at: target)
+            }
+            guard lastFrameHadTimestamp else { break }
+            if pendingPosition <= start || atStreamStart {
+                return finishSeek(at: target)
+            }
+            // Landed after the warm-up point (a coarse index): go further back.
+            preroll = max(preroll * 4, Int64(sampleRate))
+        }
+        // Timestamps missing or unusable: decode from the start, counting frames.
+        try seekDemuxer(toFrame: Int64.min / 2)
+        nextDecodedPosition = -startDelay
+        lowerBound = target
+        position = target
+    }
+
+    private func finishSeek(at target: Int64) {
+        lowerBound = max(target, 0)
+        position = target
+        clampPendingToBounds()
+    }
+
+    /// Seeks the demuxer to the last packet at or before frame `start` (or
+    /// the stream's first packet when `start` precedes it, then returns true)
+    /// and flushes the codec.
+    @discardableResult
+    private func seekDemuxer(toFrame start: Int64) throws(CoreError) -> Bool {
+        var timestamp = av_rescale_q(max(start, -(Int64(1) << 40)) + (origin ?? 0), sampleTimeBase, streamTimeBase)
+        let atStreamStart = timestamp <= firstPacketTimestamp
+        if atStreamStart { timestamp = firstPacketTimestamp }
+        var result = av_seek_frame(input.format, input.streamIndex, timestamp, AVSEEK_FLAG_BACKWARD)
+        if result < 0 {
+            result = avformat_seek_file(input.format, input.streamIndex, Int64.min, timestamp, timestamp, 0)
+        }
+        if result < 0 {
+            throw FFmpegError(function: "av_seek_frame", code: result)
+                .coreError(url: input.url, while: "seeking to \(Self.time(start, sampleRate))")
+        }
+        avcodec_flush_buffers(codec)
+        flushedDecoder = false
+        pendingStart = 0
+        pendingEnd = 0
+        silenceStart = pendingPosition
+        nextDecodedPosition = nil
+        consecutiveErrors = 0
+        return atStreamStart
+    }
+
+    // MARK: The decode loop
+
+    /// Decodes the next frame that has frames inside [lowerBound, totalFrames)
+    /// into `converted`. Returns false at the end of the stream.
+    private func produce() throws(CoreError) -> Bool {
+        while true {
+            guard try receiveFrame() else { return false }
+            defer { av_frame_unref(frame) }
+            let frameCount = Int64(frame!.pointee.nb_samples)
+            guard frameCount > 0 else { continue }
+
+            let timestamp = frame!.pointee.best_effort_timestamp
+            lastFrameHadTimestamp = timestamp != hc_nopts_value()
+            let samples = lastFrameHadTimestamp ? av_rescale_q(timestamp, streamTimeBase, sampleTimeBase) : nil
+            var framePosition: Int64
+            var gap: Int64 = 0
+            if let counted = nextDecodedPosition {
+                framePosition = counted
+                if origin == nil, let samples { origin = samples - counted }
+                if let samples, let origin {
+                    // The timestamp says where this frame belongs. A jump
+                    // means data was lost (a gap: filled with silence so the
+                    // timeline stays the file's) or repeated (an overlap: dropped).
+                    let stamped = samples - origin
+                    if abs(stamped - counted) > timestampTolerance {
+                        if stamped > counted, stamped - counted <= Int64(sampleRate) * 5 {
+                            gap = stamped - counted
+                        } else if stamped < counted {
+                            lowerBound = max(lowerBound, counted)  // never deliver a frame twice
+                        }
+                        logger.warn("\(input.url): \(stamped > counted ? "lost" : "repeated") \(abs(stamped - counted)) frames near \(Self.time(counted, sampleRate)) (corrupt data)")
+                        framePosition = stamped
+                    }
+                }
+            } else if let samples, let origin {
+                framePosition = samples - origin
+            } else {
+                // No timestamp to anchor on: the caller falls back to counting.
+                framePosition = 0
+            }
+            if origin == nil { origin = 0 }
+
+            let produced = try convert()
+            nextDecodedPosition = framePosition + Int64(produced)
+            pendingPosition = framePosition
+            pendingStart = 0
+            pendingEnd = produced
+            silenceStart = framePosition - gap
+            if let totalFrames, framePosition >= totalFrames, silenceStart >= totalFrames { return false }
+            if clampPendingToBounds() { return true }
+        }
+    }
+
+    /// Drops pending frames outside [lowerBound, totalFrames). Returns true
+    /// when some remain.
+    @discardableResult
+    private func clampPendingToBounds() -> Bool {
+        silenceStart = min(max(silenceStart, lowerBound), pendingPosition)
+        let first = pendingPosition + Int64(pendingStart)
+        if first < lowerBound {
+            let drop = min(Int64(pendingEnd - pendingStart), lowerBound - first)
+            pendingStart += Int(drop)
+        }
+        if let totalFrames {
+            let end = pendingPosition + Int64(pendingEnd)
+            if end > totalFrames { pendingEnd = max(pendingStart, pendingEnd - Int(end - totalFrames)) }
+        }
+        return pendingStart < pendingEnd || silenceStart < silenceEnd
+    }
+
+    /// Silence owed before the pending frames: [silenceStart, pendingPosition),
+    /// clipped to the bounds (a gap in the timestamps).
+    private var silenceEnd: Int64 {
+        min(pendingPosition, totalFrames ?? .max)
+    }
+
+    /// Receives the next decoded AVFrame into `frame`, feeding packets as the
+    /// codec asks. Corrupt packets are skipped and logged; the next frame's
+    /// timestamp re-anchors the position. Returns false at the end.
+    private func receiveFrame() throws(CoreError) -> Bool {
+        while true {
+            let received = avcodec_receive_frame(codec, frame)
+            if received >= 0 {
+                consecutiveErrors = 0
+                return true
+            }
+            if received == hc_averror_eof() { return false }
+            if received != hc_averror(EAGAIN) {
+                try skipCorrupt(FFmpegError(function: "avcodec_receive_frame", code: received))
+                continue
+            }
+            if flushedDecoder { return false }
+
+            let read = av_read_frame(input.format, packet)
+            if read < 0 {
+                let error = FFmpegError(function: "av_read_frame", code: read)
+                if let e = error.posixErrno, e != EINVAL, e != ENOSPC {
+                    throw error.coreError(url: input.url, while: "reading at \(Self.time(nextDecodedPosition ?? position, sampleRate))")
+                }
+                // End of data (or data the demuxer cannot parse further): drain the codec.
+                flushedDecoder = true
+                _ = avcodec_send_packet(codec, nil)
+                continue
+            }
+            defer { av_packet_unref(packet) }
+            guard packet!.pointee.stream_index == input.streamIndex else { continue }
+            let sent = avcodec_send_packet(codec, packet)
+            if sent < 0, sent != hc_averror(EAGAIN) {
+                try skipCorrupt(FFmpegError(function: "avcodec_send_packet", code: sent))
+            }
+        }
+    }
+
+    private func skipCorrupt(_ error: FFmpegError) throws(CoreError) {
+        let at = Self.time(nextDecodedPosition ?? position, sampleRate)
+        consecutiveErrors += 1
+        skippedPackets += 1  // the next good frame's timestamp shows the gap
+        logger.warn("\(input.url): skipped corrupt data near \(at) (\(error))")
+        if consecutiveErrors >= 64 || origin == nil {
+            throw .decodeError("\(input.url): corrupt data near \(at) that the decoder cannot get past (\(error.text))")
+        }
+    }
+
+    /// Converts `frame` to interleaved Float32 in `converted` at the stream's
+    /// rate and layout. Returns the frames produced.
+    private func convert() throws(CoreError) -> Int {
+        let f = frame!.pointee
+        if resampler == nil || f.format != resamplerInput.format || f.sample_rate != resamplerInput.rate
+            || av_channel_layout_compare(&frame!.pointee.ch_layout, &resamplerInput.layout) != 0 {
+            try configureResampler()
+        }
+        let needed = Int(swr_get_out_samples(resampler, f.nb_samples))
+        if needed > convertedCapacity {  // only for a frame larger than any before
+            converted.deallocate()
+            convertedCapacity = needed
+            converted = .allocate(capacity: convertedCapacity * channels)
+        }
+        outputPlane.pointee = UnsafeMutableRawPointer(converted).assumingMemoryBound(to: UInt8.self)
+        let inputPlanes = UnsafeMutableRawPointer(f.extended_data).assumingMemoryBound(to: UnsafePointer<UInt8>?.self)
+        let produced = swr_convert(resampler, outputPlane, Int32(convertedCapacity), inputPlanes, f.nb_samples)
+        if produced < 0 {
+            throw .decodeError("\(input.url): sample conversion failed (\(FFmpegError(function: "swr_convert", code: produced).text))")
+        }
+        return Int(produced)
+    }
+
+    private func configureResampler() throws(CoreError) {
+        if resampler != nil { swr_free(&resampler) }
+        var inLayout = AVChannelLayout()
+        if frame!.pointee.ch_layout.order == AV_CHANNEL_ORDER_UNSPEC || frame!.pointee.ch_layout.nb_channels == 0 {
+            av_channel_layout_default(&inLayout, frame!.pointee.ch_layout.nb_channels > 0 ? frame!.pointee.ch_layout.nb_channels : Int32(channels))
+        } else {
+            av_channel_layout_copy(&inLayout, &frame!.pointee.ch_layout)
+        }
+        defer { av_channel_layout_uninit(&inLayout) }
+        let format = AVSampleFormat(rawValue: frame!.pointee.format)
+        let rate = frame!.pointee.sample_rate > 0 ? frame!.pointee.sample_rate : sampleRate
+        let result = swr_alloc_set_opts2(&resampler, &outputLayout, AV_SAMPLE_FMT_FLT, sampleRate,
+                                         &inLayout, format, rate, 0, nil)
+        if result < 0 || swr_init(resampler) < 0 {
+            let name = av_get_sample_fmt_name(format).map { String(cString: $0) } ?? "unknown"
+            throw .decodeError("\(input.url): cannot convert the decoder's sample format (\(name)) to float")
+        }
+        av_channel_layout_uninit(&resamplerInput.layout)
+        av_channel_layout_copy(&resamplerInput.layout, &frame!.pointee.ch_layout)
+        resamplerInput.format = frame!.pointee.format
+        resamplerInput.rate = frame!.pointee.sample_rate
+    }
+
+    // MARK: Per-codec facts
+
+    /// Frames a codec must decode before a seek target for its output there to
+    /// equal a straight decode: overlap-add windows, MP3's bit reservoir,
+    /// Opus's declared seek preroll. Intra-frame codecs need none.
+    static func preroll(for parameters: AVCodecParameters) -> Int64 {
+        let declared = Int64(parameters.seek_preroll)
+        switch parameters.codec_id {
+        case AV_CODEC_ID_FLAC, AV_CODEC_ID_ALAC, AV_CODEC_ID_WAVPACK, AV_CODEC_ID_TTA, AV_CODEC_ID_APE:
+            return declared
+        case AV_CODEC_ID_MP1, AV_CODEC_ID_MP2, AV_CODEC_ID_MP3:
+            // The bit reservoir reaches 511 bytes back: at the smallest frames
+            // (32 kbit/s MPEG-1: ≥ 96 bytes; 8 kbit/s MPEG-2/2.5: ≥ 24 bytes)
+            // that is 6 or 22 frames, plus two for the overlap to settle.
+            return parameters.sample_rate >= 32000 ? max(declared, 8 * 1152) : max(declared, 24 * 576)
+        case AV_CODEC_ID_AAC, AV_CODEC_ID_AAC_LATM:
+            return max(declared, 3 * 1024)       // one frame of overlap, one of margin
+        case AV_CODEC_ID_OPUS:
+            return max(declared, Int64(parameters.sample_rate) * 80 / 1000)  // 80 ms, RFC 7845 §4.6
+        case AV_CODEC_ID_VORBIS:
+            return max(declared, 2 * 8192)       // the largest block, twice
+        default:
+            if let descriptor = avcodec_descriptor_get(parameters.codec_id),
+               descriptor.pointee.props & AV_CODEC_PROP_INTRA_ONLY != 0 {
+                return declared                  // PCM and other intra-only codecs
+            }
+            return max(declared, 2 * 8192)
+        }
+    }
+
+    /// The stream's exact length and the start delay FFmpeg leaves to us.
+    ///
+    /// - MP3: FFmpeg trims the LAME delay and padding but its duration counts
+    ///   whole MPEG frames: the length comes from the LAME header.
+    /// - MP4 with iTunSMPB: FFmpeg takes the priming from the tag (or an edit
+    ///   list) but not the length: the length comes from the tag, and any
+    ///   priming FFmpeg did not skip (`firstPacketSkip` short of the tag's
+    ///   delay) is ours to drop.
+    /// - Ogg Opus: the stream duration includes the pre-skip.
+    /// - Otherwise the container's duration, unless it is only an estimate
+    ///   from the bitrate (then the length is unknown).
+    static func gaplessInfo(of input: FFmpegInput, firstPacketSkip: Int64) -> (totalFrames: Int64?, startDelay: Int64) {
+        let stream = input.stream.pointee
+        let parameters = input.parameters.pointee
+        if let lame = input.lameGaplessInfo() {
+            return (lame.originalFrames, 0)
+        }
+        if input.containerName.hasPrefix("mov,"), let smpb = input.metadata("iTunSMPB").flatMap(ITunesGaplessInfo.init) {
+            return (smpb.originalFrames, max(0, smpb.encoderDelay - firstPacketSkip))
+        }
+        if input.containerName == "wav", let declared = ContainerFacts.wavDeclaredFrames(header: input.bytes(at: 0, count: 4096)) {
+            return (declared, 0)
+        }
+        let method = input.format!.pointee.duration_estimation_method
+        guard stream.duration > 0, stream.duration != hc_nopts_value(), method != AVFMT_DURATION_FROM_BITRATE else {
+            return (nil, 0)
+        }
+        let frames = av_rescale_q(stream.duration, stream.time_base, AVRational(num: 1, den: parameters.sample_rate))
+        let preSkip = parameters.codec_id == AV_CODEC_ID_OPUS ? Int64(parameters.initial_padding) : 0
+        return (frames - preSkip, 0)
+    }
+
+    /// Reads up to the stream's first packet, sends it to the codec and
+    /// returns its timestamp (or the stream's start time when it has none)
+    /// and the start skip FFmpeg attached to it (the priming it drops).
+    /// - Throws: `decodeError` when there is no packet.
+    private static func sendFirstPacket(input: FFmpegInput, codec: UnsafeMutablePointer<AVCodecContext>,
+                                        packet: UnsafeMutablePointer<AVPacket>) throws(CoreError) -> (timestamp: Int64, skip: Int64) {
+        while true {
+            let read = av_read_frame(input.format, packet)
+            if read < 0 {
+                let error = FFmpegError(function: "av_read_frame", code: read)
+                if error.isEOF || error.isInvalidData {
+                    throw .decodeError("\(input.url): the audio stream has no data; the file is truncated or corrupt")
+                }
+                throw error.coreError(url: input.url, while: "reading the first packet")
+            }
+            defer { av_packet_unref(packet) }
+            guard packet.pointee.stream_index == input.streamIndex else { continue }
+            var size = 0
+            var skip: Int64 = 0
+            if let side = av_packet_get_side_data(packet, AV_PKT_DATA_SKIP_SAMPLES, &size), size >= 4 {
+                skip = Int64(UInt32(side[0]) | UInt32(side[1]) << 8 | UInt32(side[2]) << 16 | UInt32(side[3]) << 24)
+            }
+            var timestamp = packet.pointee.pts != hc_nopts_value() ? packet.pointee.pts : packet.pointee.dts
+            if timestamp == hc_nopts_value() {
+                let start = input.stream.pointee.start_time
+                timestamp = start != hc_nopts_value() ? start : 0
+            }
+            _ = avcodec_send_packet(codec, packet)  // a bad first packet shows up in receive
+            return (timestamp, skip)
+        }
+    }
+
+    /// Bits per sample of the source: coded depth for PCM and lossless codecs,
+    /// the decoder's sample width otherwise.
+    static func bitDepth(_ parameters: AVCodecParameters) -> Int {
+        if parameters.bits_per_raw_sample > 0 { return Int(parameters.bits_per_raw_sample) }
+        if let descriptor = avcodec_descriptor_get(parameters.codec_id),
+           descriptor.pointee.props & AV_CODEC_PROP_LOSSLESS != 0, parameters.bits_per_coded_sample > 0 {
+            return Int(parameters.bits_per_coded_sample)
+        }
+        let bytes = av_get_bytes_per_sample(AVSampleFormat(rawValue: parameters.format))
+        return bytes > 0 ? Int(bytes) * 8 : 32
+    }
+
+    static func time(_ frame: Int64, _ rate: Int32) -> String {
+        let seconds = Double(frame) / Double(rate)
+        return "\((seconds * 1000).rounded() / 1000) s"
+    }
+}
+
+/// iTunes' `iTunSMPB` gapless tag: ` 00000000 DDDDDDDD PPPPPPPP NNNNNNNNNNNNNNNN …`
+/// (hex: encoder delay, end padding, original frame count).
+struct ITunesGaplessInfo: Equatable {
+    let encoderDelay: Int64
+    let endPadding: Int64
+    let originalFrames: Int64
+
+    init?(_ text: String) {
+        let fields = text.split(whereSeparator: { $0 == " " || $0 == "\t" })
+        guard fields.count >= 4, let delay = Int64(fields[1], radix: 16), let padding = Int64(fields[2], radix: 16),
+              let frames = Int64(fields[3], radix: 16), frames > 0, delay >= 0, padding >= 0 else { return nil }
+        encoderDelay = delay
+        endPadding = padding
+        originalFrames = frames
+    }
+}

@@ -1,0 +1,75 @@
+// FFmpegDecoderAdapter — specs/ports.md §DecoderPort
+import HarmoniaCore
+import Synchronization
+
+/// `DecoderPort` on libavformat/libavcodec/libswresample: local files and
+/// every protocol FFmpeg speaks (http, https), any format it demuxes.
+///
+/// Guarantees beyond the reference (specs/ports.md): exact length (encoder
+/// delay and padding removed, iTunSMPB honoured) and frame-exact seek for
+/// every codec. Thread-safe: the session table is guarded by a mutex and each
+/// session by its own, so different handles decode in parallel.
+public final class FFmpegDecoderAdapter: DecoderPort {
+    private let logger: any LoggerPort
+    private let sessions = Mutex<[DecodeHandle: LockedSession]>([:])
+    private let nextID = Atomic<UInt64>(1)
+
+    /// - Parameter logger: receives warnings (skipped corrupt packets).
+    public init(logger: any LoggerPort = NoopLoggerAdapter()) {
+        self.logger = logger
+    }
+
+    public func open(url: String) throws(CoreError) -> DecodeHandle {
+        let session = try FFmpegDecodeSession(url: url, logger: logger)
+        let handle = DecodeHandle(id: nextID.add(1, ordering: .relaxed).oldValue)
+        sessions.withLock { $0[handle] = LockedSession(session) }
+        return handle
+    }
+
+    public func info(_ handle: DecodeHandle) throws(CoreError) -> StreamInfo {
+        try session(handle).withLock { $0.info }
+    }
+
+    public func read(_ handle: DecodeHandle, into buffer: UnsafeMutablePointer<Float>, maxFrames: Int) throws(CoreError) -> Int {
+        guard maxFrames >= 0 else { throw .invalidArgument("maxFrames is \(maxFrames); it must be >= 0") }
+        return try session(handle).withLock { session throws(CoreError) in
+            try session.read(into: buffer, maxFrames: maxFrames)
+        }
+    }
+
+    public func seek(_ handle: DecodeHandle, toFrame frame: Int64) throws(CoreError) {
+        try session(handle).withLock { session throws(CoreError) in try session.seek(to: frame) }
+    }
+
+    public func position(_ handle: DecodeHandle) throws(CoreError) -> Int64 {
+        try session(handle).withLock { $0.position }
+    }
+
+    public func close(_ handle: DecodeHandle) {
+        let removed = sessions.withLock { $0.removeValue(forKey: handle) }
+        removed?.withLock { $0.close() }
+    }
+
+    /// Number of sessions open now (tests check that close releases them).
+    public var openSessionCount: Int { sessions.withLock { $0.count } }
+
+    private func session(_ handle: DecodeHandle) throws(CoreError) -> LockedSession {
+        guard let session = sessions.withLock({ $0[handle] }) else {
+            throw .invalidState("\(handle) is not open (closed, or never opened by this decoder)")
+        }
+        return session
+    }
+}
+
+/// A session and the lock that serialises calls on it.
+private final class LockedSession: @unchecked Sendable {
+    private let lock = ConditionLock()
+    // Only touched inside `lock.withLock`: that is what makes this Sendable.
+    private let session: FFmpegDecodeSession
+
+    init(_ session: FFmpegDecodeSession) { self.session = session }
+
+    func withLock<T, E: Error>(_ body: (FFmpegDecodeSession) throws(E) -> T) throws(E) -> T {
+        try lock.withLock { () throws(E) -> T in try body(session) }
+    }
+}

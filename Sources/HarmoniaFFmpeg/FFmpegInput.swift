@@ -1,0 +1,193 @@
+// FFmpegInput: an opened container and its chosen audio stream. Shared by the
+// decoder (which adds a codec) and the tag reader (which only reads metadata),
+// so both map open failures to the same CoreError categories.
+import CFFmpeg
+import HarmoniaCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An open libavformat input with one audio stream selected.
+///
+/// Not thread-safe: the owner serialises all calls. `close()` is idempotent.
+final class FFmpegInput {
+    let url: String
+    private(set) var format: UnsafeMutablePointer<AVFormatContext>?
+    /// Custom I/O: opened by us, closed by us (avformat_close_input leaves it).
+    private var io: UnsafeMutablePointer<AVIOContext>?
+    private(set) var streamIndex: Int32 = -1
+
+    var stream: UnsafeMutablePointer<AVStream> { format!.pointee.streams[Int(streamIndex)]! }
+    var parameters: UnsafeMutablePointer<AVCodecParameters> { stream.pointee.codecpar }
+
+    /// Opens `url`, identifies its container by content (not by name alone),
+    /// reads its headers and stream info, and selects the best audio stream.
+    /// - Throws: CoreError as in specs/ports.md §DecoderPort.open.
+    init(url: String) throws(CoreError) {
+        _ = quietFFmpegLogging
+        guard !url.isEmpty else { throw .invalidArgument("url is empty: give a file path or an http(s) URL") }
+        self.url = url
+        let location = Self.ffmpegLocation(of: url)
+
+        // 1. Open the byte stream: missing files, permissions, network.
+        var options: OpaquePointer? = nil
+        defer { av_dict_free(&options) }
+        if location.hasPrefix("http:") || location.hasPrefix("https:") {
+            // Never hang forever on a dead server: 15 s without data is an I/O error.
+            av_dict_set(&options, "rw_timeout", "15000000", 0)
+            av_dict_set(&options, "reconnect", "1", 0)
+        }
+        var io: UnsafeMutablePointer<AVIOContext>? = nil
+        do {
+            try check(avio_open2(&io, location, AVIO_FLAG_READ, nil, &options), "avio_open2")
+        } catch {
+            throw error.coreError(url: url, while: "opening")
+        }
+        self.io = io
+        if let io, avio_size(io) == 0 {
+            avio_closep(&self.io)
+            throw .unsupported("\(url): the file is empty (0 bytes); it is not an audio file")
+        }
+
+        // 2. Identify the container from its content. A weak guess (from the
+        //    file name alone) that then fails to open means "not media".
+        var probed: UnsafePointer<AVInputFormat>? = nil
+        let score = av_probe_input_buffer2(io, &probed, location, nil, 0, 0)
+        guard score >= 0, let probed else {
+            avio_closep(&self.io)
+            let error = FFmpegError(function: "av_probe_input_buffer2", code: score)
+            if let e = error.posixErrno, e != EINVAL {
+                throw error.coreError(url: url, while: "reading")
+            }
+            throw .unsupported("\(url): not an audio file FFmpeg recognises (unknown format)")
+        }
+        let recognisedByContent = score > AVPROBE_SCORE_EXTENSION
+        let containerName = String(cString: probed.pointee.name)
+
+        // 3. Read the headers with that demuxer.
+        var format = avformat_alloc_context()
+        format?.pointee.pb = io
+        format?.pointee.flags |= AVFMT_FLAG_CUSTOM_IO
+        do {
+            try check(avformat_open_input(&format, location, probed, nil), "avformat_open_input")
+        } catch {
+            // avformat_open_input freed `format`; the I/O is ours to close.
+            avio_closep(&self.io)
+            if !recognisedByContent {
+                throw .unsupported("\(url): not an audio file FFmpeg recognises (it looked like \(containerName) only by its name)")
+            }
+            if let e = error.posixErrno, e != EINVAL {
+                throw error.coreError(url: url, while: "reading the headers")
+            }
+            throw .decodeError("\(url): the \(containerName) headers are corrupt or truncated (\(error.text))")
+        }
+        self.format = format
+
+        do {
+            try check(avformat_find_stream_info(format, nil), "avformat_find_stream_info")
+        } catch {
+            close()
+            throw .decodeError("\(url): could not read the stream parameters; the file is corrupt or truncated (\(error.text))")
+        }
+
+        // 4. The audio stream.
+        let index = av_find_best_stream(format, AVMEDIA_TYPE_AUDIO, -1, -1, nil, 0)
+        guard index >= 0 else {
+            close()
+            throw .unsupported("\(url): contains no audio stream (a \(containerName) file with \(format!.pointee.nb_streams) other stream(s))")
+        }
+        streamIndex = index
+        guard parameters.pointee.sample_rate > 0, parameters.pointee.ch_layout.nb_channels > 0 else {
+            close()
+            throw .decodeError("\(url): the audio stream has no valid sample rate or channel count; the file is corrupt")
+        }
+    }
+
+    deinit { close() }
+
+    /// Closes the container and the I/O. Idempotent.
+    func close() {
+        if format != nil { avformat_close_input(&format) }
+        if io != nil { avio_closep(&io) }
+    }
+
+    /// The container's short name (`"flac"`, `"mov,mp4,m4a,3gp,3g2,mj2"`, …).
+    var containerName: String { String(cString: format!.pointee.iformat.pointee.name) }
+
+    /// Container-level then stream-level metadata, as (key, value) in order.
+    func metadataEntries() -> [(key: String, value: String)] {
+        var entries: [(String, String)] = []
+        for dictionary in [format!.pointee.metadata, stream.pointee.metadata] {
+            var entry: UnsafeMutablePointer<AVDictionaryEntry>? = nil
+            while let next = av_dict_get(dictionary, "", entry, AV_DICT_IGNORE_SUFFIX) {
+                entries.append((String(cString: next.pointee.key), String(cString: next.pointee.value)))
+                entry = next
+            }
+        }
+        return entries
+    }
+
+    /// The first value of `key` (case-insensitive) in container then stream metadata.
+    func metadata(_ key: String) -> String? {
+        for dictionary in [format!.pointee.metadata, stream.pointee.metadata] {
+            if let entry = av_dict_get(dictionary, key, nil, 0) { return String(cString: entry.pointee.value) }
+        }
+        return nil
+    }
+
+    /// The source's size in bytes, when known (local files, most http).
+    var size: Int64? {
+        guard let io = format?.pointee.pb ?? self.io else { return nil }
+        let size = avio_size(io)
+        return size > 0 ? size : nil
+    }
+
+    /// Reads `count` bytes at byte `offset` of the source, restoring the
+    /// demuxer's position afterwards. Fewer bytes at the end of the file.
+    func bytes(at offset: Int64, count: Int) -> [UInt8] {
+        guard let io = format?.pointee.pb ?? self.io else { return [] }
+        let saved = avio_tell(io)
+        defer { avio_seek(io, saved, SEEK_SET) }
+        guard avio_seek(io, offset, SEEK_SET) >= 0 else { return [] }
+        var buffer = [UInt8](repeating: 0, count: count)
+        let read = buffer.withUnsafeMutableBufferPointer { avio_read(io, $0.baseAddress, Int32(count)) }
+        return read > 0 ? Array(buffer.prefix(Int(read))) : []
+    }
+
+    /// The MP3 gapless header of this input, when it is an MP3 with one.
+    func lameGaplessInfo() -> LAMEGaplessInfo? {
+        guard containerName == "mp3" else { return nil }
+        let start = Int64(LAMEGaplessInfo.id3v2Size(bytes(at: 0, count: 10)))
+        let head = bytes(at: start, count: 4096)
+        // The first frame normally starts right after the tag; allow a little junk.
+        guard let sync = head.indices.first(where: { $0 + 1 < head.count && head[$0] == 0xFF && head[$0 + 1] & 0xE0 == 0xE0 }) else { return nil }
+        return LAMEGaplessInfo(firstFrame: Array(head[sync...]))
+    }
+
+    /// `file://` URLs become paths; anything else is passed to FFmpeg as is.
+    static func ffmpegLocation(of url: String) -> String {
+        if url.hasPrefix("file://") {
+            let path = String(url.dropFirst("file://".count))
+            return path.removingPercentEncodingIfPossible
+        }
+        return url
+    }
+}
+
+private extension String {
+    /// Decodes %XX escapes of a file URL's path; leaves malformed ones alone.
+    var removingPercentEncodingIfPossible: String {
+        guard contains("%") else { return self }
+        var bytes: [UInt8] = []
+        var iterator = utf8.makeIterator()
+        while let byte = iterator.next() {
+            if byte == UInt8(ascii: "%"), let h = iterator.next(), let l = iterator.next(),
+               let value = UInt8(String(decoding: [h, l], as: UTF8.self), radix: 16) {
+                bytes.append(value)
+            } else {
+                bytes.append(byte)
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}

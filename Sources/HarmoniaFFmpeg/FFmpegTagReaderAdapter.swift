@@ -1,0 +1,155 @@
+// FFmpegTagReaderAdapter — specs/ports.md §TagReaderPort
+import CFFmpeg
+import Foundation
+import HarmoniaCore
+
+/// `TagReaderPort` on libavformat's metadata: ID3v1/ID3v2, Vorbis comments
+/// (FLAC, Ogg Vorbis, Opus), MP4 atoms and APEv2, which FFmpeg normalises to
+/// common keys. The technical fields come from the same decode session the
+/// decoder uses, so `duration` is the exact decoded length.
+///
+/// ReplayGain: REPLAYGAIN_* comments and ID3 TXXX frames as they are; Opus
+/// R128_TRACK_GAIN/R128_ALBUM_GAIN (Q7.8 dB relative to -23 LUFS) are moved to
+/// the ReplayGain reference level (-18 LUFS) by adding 5 dB.
+///
+/// Threads: any, concurrently (each call opens its own session).
+public struct FFmpegTagReaderAdapter: TagReaderPort {
+    public init() {}
+
+    public func read(url: String) throws(CoreError) -> TagBundle {
+        let session = try FFmpegDecodeSession(url: url, logger: NoopLoggerAdapter())
+        defer { session.close() }
+        let input = session.input
+        let info = session.info
+        var tags = Self.tags(from: MetadataLookup(input.metadataEntries()))
+
+        tags.artworkData = Self.attachedPicture(input)
+        tags.duration = info.duration.isFinite ? info.duration : nil
+        tags.bitrate = info.bitrate
+        tags.sampleRate = info.sampleRate
+        tags.channels = info.channels
+        tags.codec = info.codec
+        if let descriptor = avcodec_descriptor_get(input.parameters.pointee.codec_id) {
+            let props = descriptor.pointee.props
+            tags.encoding = props & AV_CODEC_PROP_LOSSLESS != 0 ? "lossless" : props & AV_CODEC_PROP_LOSSY != 0 ? "lossy" : nil
+        }
+        if let io = input.format?.pointee.pb, avio_size(io) > 0,
+           !(url.hasPrefix("http:") || url.hasPrefix("https:")) {
+            tags.fileSize = Int(avio_size(io))
+        }
+        return tags
+    }
+
+    /// Maps FFmpeg's normalised metadata keys to TagBundle fields.
+    static func tags(from m: MetadataLookup) -> TagBundle {
+        var tags = TagBundle()
+        tags.title = m["title"]
+        tags.artist = m["artist"]
+        tags.album = m["album"]
+        tags.albumArtist = m["album_artist", "albumartist", "album artist"]
+        tags.composer = m["composer"]
+        tags.genre = m["genre"]
+        tags.comment = m["comment", "description"]
+        tags.year = m["date", "year", "originaldate", "tdrc", "tyer"].flatMap(Self.leadingYear)
+
+        let track = m["track", "tracknumber"].map(Self.numberAndTotal)
+        tags.trackNumber = track?.number
+        tags.trackTotal = track?.total ?? m["tracktotal", "totaltracks"].flatMap(Self.integer)
+        let disc = m["disc", "discnumber"].map(Self.numberAndTotal)
+        tags.discNumber = disc?.number
+        tags.discTotal = disc?.total ?? m["disctotal", "totaldiscs"].flatMap(Self.integer)
+        tags.bpm = m["tbpm", "bpm", "tmpo"].flatMap(Self.decimal).map { Int($0.rounded()) }
+
+        tags.replayGainTrack = m["replaygain_track_gain"].flatMap(Self.decibels)
+        tags.replayGainAlbum = m["replaygain_album_gain"].flatMap(Self.decibels)
+        tags.replayGainTrackPeak = m["replaygain_track_peak"].flatMap(Self.decimal)
+        tags.replayGainAlbumPeak = m["replaygain_album_peak"].flatMap(Self.decimal)
+        if tags.replayGainTrack == nil, let r128 = m["r128_track_gain"].flatMap(Self.integer) {
+            tags.replayGainTrack = Self.replayGain(fromR128: r128)
+        }
+        if tags.replayGainAlbum == nil, let r128 = m["r128_album_gain"].flatMap(Self.integer) {
+            tags.replayGainAlbum = Self.replayGain(fromR128: r128)
+        }
+
+        let lyrics = m.lyrics()
+        tags.lyrics = lyrics.isEmpty ? nil : lyrics
+        return tags
+    }
+
+    /// R128 gain (Q7.8 fixed point, dB relative to -23 LUFS) to ReplayGain dB
+    /// (relative to ReplayGain 2's -18 LUFS reference): one is 5 dB quieter.
+    static func replayGain(fromR128 q78: Int) -> Double {
+        Double(q78) / 256 + 5
+    }
+
+    static func numberAndTotal(_ text: String) -> (number: Int?, total: Int?) {
+        let parts = text.split(separator: "/", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+        return (parts.first.flatMap { integer($0) }, parts.count > 1 ? integer(parts[1]) : nil)
+    }
+
+    static func integer(_ text: String) -> Int? { Int(text.trimmingCharacters(in: .whitespaces)) }
+
+    static func decimal(_ text: String) -> Double? {
+        Double(text.trimmingCharacters(in: .whitespaces))
+    }
+
+    /// "-6.50 dB" → -6.5.
+    static func decibels(_ text: String) -> Double? {
+        var t = text.trimmingCharacters(in: .whitespaces)
+        if t.lowercased().hasSuffix("db") { t = String(t.dropLast(2)).trimmingCharacters(in: .whitespaces) }
+        return Double(t)
+    }
+
+    /// "2024", "2024-05-17", "2024-05-17T10:00" → 2024.
+    static func leadingYear(_ text: String) -> Int? {
+        let digits = text.trimmingCharacters(in: .whitespaces).prefix(4)
+        guard digits.count == 4, digits.allSatisfy(\.isNumber) else { return nil }
+        return Int(digits)
+    }
+
+    /// The bytes of the first attached picture (cover art), if any.
+    static func attachedPicture(_ input: FFmpegInput) -> Data? {
+        guard let format = input.format else { return nil }
+        for index in 0..<Int(format.pointee.nb_streams) {
+            guard let stream = format.pointee.streams[index],
+                  stream.pointee.disposition & AV_DISPOSITION_ATTACHED_PIC != 0 else { continue }
+            let picture = stream.pointee.attached_pic
+            guard let data = picture.data, picture.size > 0 else { continue }
+            return Data(bytes: data, count: Int(picture.size))
+        }
+        return nil
+    }
+}
+
+/// Case-insensitive lookup over metadata entries in file order; a key that
+/// is present with an empty value yields "" (present and empty), absent → nil.
+struct MetadataLookup {
+    let entries: [(key: String, value: String)]
+
+    init(_ entries: [(key: String, value: String)]) { self.entries = entries }
+
+    /// The first value under any of `keys`.
+    subscript(_ keys: String...) -> String? {
+        for key in keys {
+            if let hit = entries.first(where: { $0.key.caseInsensitiveCompare(key) == .orderedSame }) {
+                return hit.value
+            }
+        }
+        return nil
+    }
+
+    /// Lyrics entries: FFmpeg names ID3 USLT frames `lyrics-LANG` or
+    /// `lyrics-DESC-LANG`; MP4 ©lyr and Vorbis LYRICS arrive as `lyrics`.
+    func lyrics() -> [LyricsLanguageVariant] {
+        entries.compactMap { entry in
+            let key = entry.key.lowercased()
+            guard key == "lyrics" || key == "unsyncedlyrics" || key.hasPrefix("lyrics-") else { return nil }
+            var language: String? = nil
+            if key.hasPrefix("lyrics-"), let last = key.split(separator: "-").last, last.count == 3 {
+                language = String(last)
+            }
+            if language == "und" || language == "xxx" { language = nil }
+            return LyricsLanguageVariant(languageCode: language, text: entry.value)
+        }
+    }
+}

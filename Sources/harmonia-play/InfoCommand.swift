@@ -1,0 +1,122 @@
+// harmonia-play info: tags and stream facts of each input.
+import ArgumentParser
+import HarmoniaCore
+import HarmoniaFFmpeg
+
+struct InfoCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "info",
+        abstract: "Print the tags and stream facts of each input.",
+        discussion: """
+            With --json, one JSON object per line per input: "url", every tag that is
+            present (TagBundle names; the cover as "artworkBytes", its size) and the
+            stream facts. A bad input is reported on stderr as
+            'harmonia-play: PATH: CATEGORY: message'; the others still print.
+            Exit status: 0 all inputs read, 1 some failed, 2 usage error.
+            """
+    )
+
+    @Flag(name: .long, help: "One JSON object per line.")
+    var json = false
+
+    @Argument(help: "Audio files or URLs.")
+    var inputs: [String]
+
+    func run() throws {
+        let decoder = FFmpegDecoderAdapter()
+        let tagReader = FFmpegTagReaderAdapter()
+        var failed = false
+        for input in inputs {
+            do {
+                let tags = try tagReader.read(url: input)
+                let handle = try decoder.open(url: input)
+                defer { decoder.close(handle) }
+                let stream = try decoder.info(handle)
+                let fields = Self.fields(url: input, tags: tags, stream: stream)
+                if json {
+                    Console.out(JSONValue.object(fields).serialized)
+                } else {
+                    Console.out(Self.readable(url: input, tags: tags, stream: stream))
+                }
+            } catch let error as CoreError {
+                failed = true
+                Console.report(input, error)
+            }
+        }
+        if failed { throw ExitCode(1) }
+    }
+
+    /// The JSON members: url, present tags, then stream facts.
+    static func fields(url: String, tags: TagBundle, stream: StreamInfo) -> [(String, JSONValue)] {
+        var f: [(String, JSONValue)] = [("url", .string(url))]
+        func add(_ key: String, _ value: String?) { if let value { f.append((key, .string(value))) } }
+        func add(_ key: String, _ value: Int?) { if let value { f.append((key, .int(Int64(value)))) } }
+        func add(_ key: String, _ value: Double?) { if let value { f.append((key, .double(value))) } }
+        add("title", tags.title); add("artist", tags.artist); add("album", tags.album)
+        add("albumArtist", tags.albumArtist); add("composer", tags.composer); add("genre", tags.genre)
+        add("year", tags.year); add("trackNumber", tags.trackNumber); add("trackTotal", tags.trackTotal)
+        add("discNumber", tags.discNumber); add("discTotal", tags.discTotal); add("bpm", tags.bpm)
+        add("replayGainTrack", tags.replayGainTrack); add("replayGainAlbum", tags.replayGainAlbum)
+        add("replayGainTrackPeak", tags.replayGainTrackPeak); add("replayGainAlbumPeak", tags.replayGainAlbumPeak)
+        add("comment", tags.comment)
+        add("artworkBytes", tags.artworkData?.count)
+        if let lyrics = tags.lyrics {
+            f.append(("lyrics", .array(lyrics.map { variant in
+                .object([("languageCode", variant.languageCode.map(JSONValue.string) ?? .null),
+                         ("text", .string(variant.text))])
+            })))
+        }
+        f.append(("duration", stream.duration.isFinite ? .double(stream.duration) : .null))
+        add("sampleRate", stream.sampleRate); add("channels", stream.channels); add("bitDepth", stream.bitDepth)
+        add("codec", stream.codec); add("encoding", tags.encoding); add("bitrate", stream.bitrate)
+        add("fileSize", tags.fileSize)
+        if let total = stream.totalFrames { f.append(("totalFrames", .int(total))) }
+        return f
+    }
+
+    /// A block a person reads.
+    static func readable(url: String, tags: TagBundle, stream: StreamInfo) -> String {
+        var lines = [url]
+        func line(_ label: String, _ value: String?) {
+            if let value { lines.append("  " + (label + ":").padding(toLength: 14, withPad: " ", startingAt: 0) + value) }
+        }
+        line("Title", tags.title); line("Artist", tags.artist); line("Album", tags.album)
+        line("Album artist", tags.albumArtist); line("Composer", tags.composer); line("Genre", tags.genre)
+        line("Year", tags.year.map(String.init))
+        line("Track", tags.trackNumber.map { n in tags.trackTotal.map { "\(n)/\($0)" } ?? "\(n)" })
+        line("Disc", tags.discNumber.map { n in tags.discTotal.map { "\(n)/\($0)" } ?? "\(n)" })
+        line("BPM", tags.bpm.map(String.init))
+        line("ReplayGain", Self.replayGain(tags))
+        line("Comment", tags.comment)
+        line("Cover", tags.artworkData.map { "\($0.count) bytes" })
+        line("Lyrics", tags.lyrics.map { "\($0.count) text(s)" })
+        var format = "\(stream.codec ?? "?"), \(Int(stream.sampleRate)) Hz, \(stream.channels) ch, \(stream.bitDepth)-bit"
+        if let bitrate = stream.bitrate { format += ", \(bitrate) kbit/s" }
+        if let encoding = tags.encoding { format += ", \(encoding)" }
+        line("Format", format)
+        let duration = stream.duration.isFinite ? TimeFormat.clock(stream.duration) : "unknown (live stream)"
+        line("Duration", duration + (stream.totalFrames.map { " (\($0) frames)" } ?? ""))
+        line("Size", tags.fileSize.map { "\($0) bytes" })
+        return lines.joined(separator: "\n")
+    }
+
+    private static func replayGain(_ tags: TagBundle) -> String? {
+        var parts: [String] = []
+        if let g = tags.replayGainTrack { parts.append("track \(g) dB") }
+        if let p = tags.replayGainTrackPeak { parts.append("peak \(p)") }
+        if let g = tags.replayGainAlbum { parts.append("album \(g) dB") }
+        if let p = tags.replayGainAlbumPeak { parts.append("peak \(p)") }
+        return parts.isEmpty ? nil : parts.joined(separator: ", ")
+    }
+}
+
+enum TimeFormat {
+    /// 83.5 → "1:23.500"; 3723 → "1:02:03.000".
+    static func clock(_ seconds: Double) -> String {
+        let millis = Int64((seconds * 1000).rounded())
+        let h = millis / 3_600_000, m = millis / 60_000 % 60, s = millis / 1000 % 60, ms = millis % 1000
+        func two(_ v: Int64) -> String { v < 10 ? "0\(v)" : "\(v)" }
+        let frac = String(ms + 1000).dropFirst()
+        return h > 0 ? "\(h):\(two(m)):\(two(s)).\(frac)" : "\(m):\(two(s)).\(frac)"
+    }
+}

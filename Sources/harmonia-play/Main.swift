@@ -1,0 +1,39 @@
+// harmonia-play: the headless player. Exit codes: 0 all inputs succeeded,
+// 1 some input failed, 2 usage error.
+import ArgumentParser
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct HarmoniaPlay: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "harmonia-play",
+        abstract: "A headless audio player on HarmoniaCore (FFmpeg decoding).",
+        discussion: """
+            Examples:
+              harmonia-play info song.flac
+              harmonia-play info --json *.mp3
+              harmonia-play decode song.opus -o song.f32
+            """,
+        subcommands: [InfoCommand.self, DecodeCommand.self]
+    )
+}
+
+@main
+enum Entry {
+    static func main() {
+        do {
+            var command = try HarmoniaPlay.parseAsRoot()
+            try command.run()
+        } catch {
+            let code = HarmoniaPlay.exitCode(for: error)
+            if code == .validationFailure {
+                // Usage errors exit with 2, as command-line tools conventionally do.
+                Console.err(HarmoniaPlay.fullMessage(for: error))
+                Console.err("Run 'harmonia-play --help' for usage.")
+                exit(2)
+            }
+            HarmoniaPlay.exit(withError: error)
+        }
+    }
+}
