@@ -70,7 +70,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HarmoniaPlayTests",
-            dependencies: ["HarmoniaTestSupport"]
+            dependencies: ["harmonia-play", "HarmoniaTestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -26,7 +26,8 @@ struct FFmpegError: Error, CustomStringConvertible {
     var isAgain: Bool { code == hc_averror(EAGAIN) }
     var isInvalidData: Bool { code == hc_averror_invaliddata() }
     /// The POSIX errno behind the code, when it is one (AVERROR(e) == -e).
-    var posixErrno: Int32? { code < 0 && code > -4096 ? -code : nil }
+    /// A bare -1 is not EPERM: demuxers return it as "failed", for no reason.
+    var posixErrno: Int32? { code < -1 && code > -4096 ? -code : nil }
 }
 
 /// Throws an FFmpegError when `result` is negative; returns it otherwise.

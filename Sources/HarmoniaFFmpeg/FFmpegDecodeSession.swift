@@ -76,6 +76,12 @@ final class FFmpegDecodeSession {
     private var lastFrameHadTimestamp = true
     private var consecutiveErrors = 0
     private(set) var skippedPackets = 0
+    /// How often the converter was set up, and the output buffer grown: once
+    /// each for a stream whose format never changes (the loop reuses both).
+    private(set) var converterConfigurations = 0
+    private(set) var outputBufferGrowths = 0
+    /// True once close() has freed every FFmpeg object.
+    var isClosed: Bool { closed && codec == nil && packet == nil && frame == nil && resampler == nil && input.format == nil }
     private var closed = false
     private var oggEndChecked = false
     private var oggTruncated = false
@@ -251,7 +257,9 @@ final class FFmpegDecodeSession {
             // May be negative: warming up for frame 0 means decoding the
             // priming packets before it, from the stream's first packet.
             let start = target - preroll
-            let atStreamStart = try seekDemuxer(toFrame: start)
+            // A demuxer that cannot seek there (FFmpeg's FLAC bisection fails
+            // on some files) is not an error: decode from the start instead.
+            guard let atStreamStart = try? seekDemuxer(toFrame: start) else { break }
             lowerBound = Int64.min
             guard try produce() else {
                 // Nothing decodable from there on: at the end.
@@ -264,7 +272,9 @@ final class FFmpegDecodeSession {
             // Landed after the warm-up point (a coarse index): go further back.
             preroll = max(preroll * 4, Int64(sampleRate))
         }
-        // Timestamps missing or unusable: decode from the start, counting frames.
+        // Timestamps missing or unusable, or the demuxer cannot seek there:
+        // decode from the start, counting frames (exact, linear in time).
+        logger.debug("\(input.url): seeking to frame \(target) by decoding from the start")
         try seekDemuxer(toFrame: Int64.min / 2)
         nextDecodedPosition = -startDelay
         lowerBound = target
@@ -290,8 +300,9 @@ final class FFmpegDecodeSession {
             result = avformat_seek_file(input.format, input.streamIndex, Int64.min, timestamp, timestamp, 0)
         }
         if result < 0 {
-            throw FFmpegError(function: "av_seek_frame", code: result)
-                .coreError(url: input.url, while: "seeking to \(Self.time(start, sampleRate))")
+            let error = FFmpegError(function: "av_seek_frame", code: result)
+            if error.posixErrno != nil { throw error.coreError(url: input.url, while: "seeking to \(Self.time(start, sampleRate))") }
+            throw .unsupported("\(input.url): the \(input.containerName) demuxer cannot seek to \(Self.time(start, sampleRate)) (\(error.text))")
         }
         avcodec_flush_buffers(codec)
         flushedDecoder = false
@@ -437,6 +448,7 @@ final class FFmpegDecodeSession {
         let needed = Int(swr_get_out_samples(resampler, f.nb_samples))
         if needed > convertedCapacity {  // only for a frame larger than any before
             converted.deallocate()
+            outputBufferGrowths += 1
             convertedCapacity = needed
             converted = .allocate(capacity: convertedCapacity * channels)
         }
@@ -451,6 +463,7 @@ final class FFmpegDecodeSession {
 
     private func configureResampler() throws(CoreError) {
         if resampler != nil { swr_free(&resampler) }
+        converterConfigurations += 1
         var inLayout = AVChannelLayout()
         if frame!.pointee.ch_layout.order == AV_CHANNEL_ORDER_UNSPEC || frame!.pointee.ch_layout.nb_channels == 0 {
             av_channel_layout_default(&inLayout, frame!.pointee.ch_layout.nb_channels > 0 ? frame!.pointee.ch_layout.nb_channels : Int32(channels))

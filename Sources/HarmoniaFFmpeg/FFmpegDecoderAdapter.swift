@@ -53,6 +53,11 @@ public final class FFmpegDecoderAdapter: DecoderPort {
     /// Number of sessions open now (tests check that close releases them).
     public var openSessionCount: Int { sessions.withLock { $0.count } }
 
+    /// The session behind `handle`, for tests that check what close() frees.
+    func sessionForTesting(_ handle: DecodeHandle) -> FFmpegDecodeSession? {
+        try? session(handle).withLock { $0 }
+    }
+
     private func session(_ handle: DecodeHandle) throws(CoreError) -> LockedSession {
         guard let session = sessions.withLock({ $0[handle] }) else {
             throw .invalidState("\(handle) is not open (closed, or never opened by this decoder)")
