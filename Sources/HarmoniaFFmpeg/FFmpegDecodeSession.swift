@@ -27,17 +27,13 @@ final class FFmpegDecodeSession {
     let info: StreamInfo
     private let logger: any LoggerPort
 
-    // Reused by every iteration of the decode loop; allocated in init.
-    private var codec: UnsafeMutablePointer<AVCodecContext>?
-    private var packet: UnsafeMutablePointer<AVPacket>?
-    private var frame: UnsafeMutablePointer<AVFrame>?
-    private var resampler: OpaquePointer?
-    private var resamplerInput = (format: Int32(-1), rate: Int32(0), layout: AVChannelLayout())
-    private var outputLayout = AVChannelLayout()
-    private let outputPlane: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>
-    /// Converted interleaved frames of the last decoded AVFrame.
-    private var converted: UnsafeMutablePointer<Float>
-    private var convertedCapacity: Int
+    /// The codec, packet, frame, converter and buffers, reused by every
+    /// iteration of the decode loop. Owned by an object of their own so that
+    /// an init that throws half-way frees them.
+    private let r: FFmpegDecodeResources
+    private var codec: UnsafeMutablePointer<AVCodecContext>? { r.codec }
+    private var packet: UnsafeMutablePointer<AVPacket>? { r.packet }
+    private var frame: UnsafeMutablePointer<AVFrame>? { r.frame }
 
     private let channels: Int
     private let sampleRate: Int32
@@ -81,7 +77,7 @@ final class FFmpegDecodeSession {
     private(set) var converterConfigurations = 0
     private(set) var outputBufferGrowths = 0
     /// True once close() has freed every FFmpeg object.
-    var isClosed: Bool { closed && codec == nil && packet == nil && frame == nil && resampler == nil && input.format == nil }
+    var isClosed: Bool { closed && r.isFreed && input.format == nil }
     private var closed = false
     private var oggEndChecked = false
     private var oggTruncated = false
@@ -99,38 +95,34 @@ final class FFmpegDecodeSession {
         streamTimeBase = input.stream.pointee.time_base
         timestampTolerance = 1 + av_rescale_q_rnd(1, input.stream.pointee.time_base, AVRational(num: 1, den: parameters.sample_rate), AV_ROUND_UP)
 
-        outputPlane = .allocate(capacity: 1)
-        convertedCapacity = 4096
-        converted = .allocate(capacity: convertedCapacity * channels)
-        packet = av_packet_alloc()
-        frame = av_frame_alloc()
+        r = FFmpegDecodeResources(channels: channels)
 
         guard let decoder = avcodec_find_decoder(parameters.codec_id) else {
             let name = String(cString: avcodec_get_name(parameters.codec_id))
             throw Self.fail(input, .unsupported("\(url): no decoder for codec '\(name)' in the installed FFmpeg"))
         }
-        codec = avcodec_alloc_context3(decoder)
-        guard packet != nil, frame != nil, codec != nil else {
+        r.codec = avcodec_alloc_context3(decoder)
+        guard r.packet != nil, r.frame != nil, r.codec != nil else {
             throw Self.fail(input, .ioError("\(url): out of memory allocating the decoder"))
         }
         do {
-            try check(avcodec_parameters_to_context(codec, input.parameters), "avcodec_parameters_to_context")
-            codec!.pointee.pkt_timebase = streamTimeBase
-            codec!.pointee.thread_count = 1
-            try check(avcodec_open2(codec, decoder, nil), "avcodec_open2")
+            try check(avcodec_parameters_to_context(r.codec, input.parameters), "avcodec_parameters_to_context")
+            r.codec!.pointee.pkt_timebase = streamTimeBase
+            r.codec!.pointee.thread_count = 1
+            try check(avcodec_open2(r.codec, decoder, nil), "avcodec_open2")
         } catch {
             throw Self.fail(input, .unsupported("\(url): the \(String(cString: decoder.pointee.name)) decoder cannot open this stream (\(error.text))"))
         }
         if parameters.ch_layout.order == AV_CHANNEL_ORDER_NATIVE {
-            av_channel_layout_copy(&outputLayout, &input.parameters.pointee.ch_layout)
+            av_channel_layout_copy(&r.outputLayout, &input.parameters.pointee.ch_layout)
         } else {
-            av_channel_layout_default(&outputLayout, Int32(channels))
+            av_channel_layout_default(&r.outputLayout, Int32(channels))
         }
 
         preroll = Self.preroll(for: parameters)
         let firstPacket: (timestamp: Int64, skip: Int64)
         do {
-            firstPacket = try Self.sendFirstPacket(input: input, codec: codec!, packet: packet!)
+            firstPacket = try Self.sendFirstPacket(input: input, codec: r.codec!, packet: r.packet!)
         } catch {
             throw Self.fail(input, error)
         }
@@ -168,22 +160,13 @@ final class FFmpegDecodeSession {
         return error
     }
 
-    deinit {
-        close()
-        outputPlane.deallocate()
-        converted.deallocate()
-    }
+    deinit { close() }
 
     /// Releases every FFmpeg object. Idempotent.
     func close() {
         guard !closed else { return }
         closed = true
-        if codec != nil { avcodec_free_context(&codec) }
-        if packet != nil { av_packet_free(&packet) }
-        if frame != nil { av_frame_free(&frame) }
-        if resampler != nil { swr_free(&resampler) }
-        av_channel_layout_uninit(&resamplerInput.layout)
-        av_channel_layout_uninit(&outputLayout)
+        r.free()
         input.close()
     }
 
@@ -210,7 +193,7 @@ final class FFmpegDecodeSession {
                 continue
             }
             let count = min(pendingEnd - pendingStart, maxFrames - written)
-            (buffer + written * channels).update(from: converted + pendingStart * channels, count: count * channels)
+            (buffer + written * channels).update(from: r.converted + pendingStart * channels, count: count * channels)
             pendingStart += count
             written += count
             position += Int64(count)
@@ -441,20 +424,20 @@ final class FFmpegDecodeSession {
     /// rate and layout. Returns the frames produced.
     private func convert() throws(CoreError) -> Int {
         let f = frame!.pointee
-        if resampler == nil || f.format != resamplerInput.format || f.sample_rate != resamplerInput.rate
-            || av_channel_layout_compare(&frame!.pointee.ch_layout, &resamplerInput.layout) != 0 {
+        if r.resampler == nil || f.format != r.resamplerInput.format || f.sample_rate != r.resamplerInput.rate
+            || av_channel_layout_compare(&frame!.pointee.ch_layout, &r.resamplerInput.layout) != 0 {
             try configureResampler()
         }
-        let needed = Int(swr_get_out_samples(resampler, f.nb_samples))
-        if needed > convertedCapacity {  // only for a frame larger than any before
-            converted.deallocate()
+        let needed = Int(swr_get_out_samples(r.resampler, f.nb_samples))
+        if needed > r.convertedCapacity {  // only for a frame larger than any before
+            r.converted.deallocate()
             outputBufferGrowths += 1
-            convertedCapacity = needed
-            converted = .allocate(capacity: convertedCapacity * channels)
+            r.convertedCapacity = needed
+            r.converted = .allocate(capacity: r.convertedCapacity * channels)
         }
-        outputPlane.pointee = UnsafeMutableRawPointer(converted).assumingMemoryBound(to: UInt8.self)
+        r.outputPlane.pointee = UnsafeMutableRawPointer(r.converted).assumingMemoryBound(to: UInt8.self)
         let inputPlanes = UnsafeMutableRawPointer(f.extended_data).assumingMemoryBound(to: UnsafePointer<UInt8>?.self)
-        let produced = swr_convert(resampler, outputPlane, Int32(convertedCapacity), inputPlanes, f.nb_samples)
+        let produced = swr_convert(r.resampler, r.outputPlane, Int32(r.convertedCapacity), inputPlanes, f.nb_samples)
         if produced < 0 {
             throw .decodeError("\(input.url): sample conversion failed (\(FFmpegError(function: "swr_convert", code: produced).text))")
         }
@@ -462,7 +445,7 @@ final class FFmpegDecodeSession {
     }
 
     private func configureResampler() throws(CoreError) {
-        if resampler != nil { swr_free(&resampler) }
+        if r.resampler != nil { swr_free(&r.resampler) }
         converterConfigurations += 1
         var inLayout = AVChannelLayout()
         if frame!.pointee.ch_layout.order == AV_CHANNEL_ORDER_UNSPEC || frame!.pointee.ch_layout.nb_channels == 0 {
@@ -473,16 +456,16 @@ final class FFmpegDecodeSession {
         defer { av_channel_layout_uninit(&inLayout) }
         let format = AVSampleFormat(rawValue: frame!.pointee.format)
         let rate = frame!.pointee.sample_rate > 0 ? frame!.pointee.sample_rate : sampleRate
-        let result = swr_alloc_set_opts2(&resampler, &outputLayout, AV_SAMPLE_FMT_FLT, sampleRate,
+        let result = swr_alloc_set_opts2(&r.resampler, &r.outputLayout, AV_SAMPLE_FMT_FLT, sampleRate,
                                          &inLayout, format, rate, 0, nil)
-        if result < 0 || swr_init(resampler) < 0 {
+        if result < 0 || swr_init(r.resampler) < 0 {
             let name = av_get_sample_fmt_name(format).map { String(cString: $0) } ?? "unknown"
             throw .decodeError("\(input.url): cannot convert the decoder's sample format (\(name)) to float")
         }
-        av_channel_layout_uninit(&resamplerInput.layout)
-        av_channel_layout_copy(&resamplerInput.layout, &frame!.pointee.ch_layout)
-        resamplerInput.format = frame!.pointee.format
-        resamplerInput.rate = frame!.pointee.sample_rate
+        av_channel_layout_uninit(&r.resamplerInput.layout)
+        av_channel_layout_copy(&r.resamplerInput.layout, &frame!.pointee.ch_layout)
+        r.resamplerInput.format = frame!.pointee.format
+        r.resamplerInput.rate = frame!.pointee.sample_rate
     }
 
     // MARK: Per-codec facts
@@ -611,5 +594,44 @@ struct ITunesGaplessInfo: Equatable {
         encoderDelay = delay
         endPadding = padding
         originalFrames = frames
+    }
+}
+
+/// The FFmpeg objects and buffers one session owns. `free()` releases the
+/// FFmpeg objects (idempotent); deinit releases everything, so an object
+/// dropped by a throwing init leaks nothing. Not thread-safe: used by its session only.
+final class FFmpegDecodeResources {
+    var codec: UnsafeMutablePointer<AVCodecContext>?
+    var packet: UnsafeMutablePointer<AVPacket>? = av_packet_alloc()
+    var frame: UnsafeMutablePointer<AVFrame>? = av_frame_alloc()
+    var resampler: OpaquePointer?
+    var resamplerInput = (format: Int32(-1), rate: Int32(0), layout: AVChannelLayout())
+    var outputLayout = AVChannelLayout()
+    let outputPlane = UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>.allocate(capacity: 1)
+    /// Converted interleaved frames of the last decoded AVFrame.
+    var converted: UnsafeMutablePointer<Float>
+    var convertedCapacity = 4096
+    private let channels: Int
+
+    init(channels: Int) {
+        self.channels = channels
+        converted = .allocate(capacity: convertedCapacity * channels)
+    }
+
+    var isFreed: Bool { codec == nil && packet == nil && frame == nil && resampler == nil }
+
+    func free() {
+        if codec != nil { avcodec_free_context(&codec) }
+        if packet != nil { av_packet_free(&packet) }
+        if frame != nil { av_frame_free(&frame) }
+        if resampler != nil { swr_free(&resampler) }
+        av_channel_layout_uninit(&resamplerInput.layout)
+        av_channel_layout_uninit(&outputLayout)
+    }
+
+    deinit {
+        free()
+        outputPlane.deallocate()
+        converted.deallocate()
     }
 }

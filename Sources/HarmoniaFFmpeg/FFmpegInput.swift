@@ -93,8 +93,9 @@ final class FFmpegInput {
         // 4. The audio stream.
         let index = av_find_best_stream(format, AVMEDIA_TYPE_AUDIO, -1, -1, nil, 0)
         guard index >= 0 else {
+            let streams = format!.pointee.nb_streams  // read before close() frees it
             close()
-            throw .unsupported("\(url): contains no audio stream (a \(containerName) file with \(format!.pointee.nb_streams) other stream(s))")
+            throw .unsupported("\(url): contains no audio stream (a \(containerName) file with \(streams) other stream(s))")
         }
         streamIndex = index
         guard parameters.pointee.sample_rate > 0, parameters.pointee.ch_layout.nb_channels > 0 else {
