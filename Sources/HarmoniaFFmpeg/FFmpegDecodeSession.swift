@@ -1,19 +1,26 @@
-// FFmpegDecodeSession — specs/ports.md §DecoderPort (exact length, exact seek)
+// FFmpegDecodeSession — specs/ports.md §DecoderPort (Exact length, Exact seek, Damaged data)
 //
 // One open source: container, codec, converter and the buffers the decode
 // loop reuses. Positions are frames of the straight decode's timeline:
 // frame 0 is the first frame of the encoded source, after encoder delay.
 //
 // How the timeline is kept exact:
-// - Each decoded frame's position comes from its timestamp (FFmpeg moves the
-//   timestamp forward when it drops encoder delay), anchored once at open:
-//   `origin` is the timestamp of frame 0. Between anchors frames are counted.
-// - Frames before 0 are dropped (priming that FFmpeg does not drop itself:
+// - `origin` is the timestamp of frame 0, taken from the first decoded frame
+//   (FFmpeg moves a frame's timestamp forward when it drops encoder delay).
+//   Frames are counted from there, and each frame's timestamp is checked
+//   against the count: a jump forward is lost data (filled with silence up
+//   to 5 s), a jump back is repeated data (dropped).
+// - Frames before 0 are dropped (priming FFmpeg does not drop itself: an
 //   iTunSMPB delay, Opus pre-skip after seeking back to the start), and so
 //   are frames at or past `totalFrames` (end padding the container excludes,
-//   as MP4 edit lists do and FFmpeg does not).
-// - seek(f) seeks the demuxer to f − preroll (the codec's warm-up), flushes
-//   the codec, decodes, and drops frames until f.
+//   as MP4 edit lists do and FFmpeg does not). `gaplessInfo` says where the
+//   exact length comes from for each format.
+// - seek(f) seeks the demuxer to f − preroll (the codec's warm-up; possibly
+//   before the first packet, then from the first packet), flushes the codec,
+//   decodes, and drops frames until f. When the demuxer cannot seek or the
+//   stream has no timestamps, it decodes from the start, counting.
+// - A stream that ends before its declared length (or an Ogg stream without
+//   its end-of-stream page) makes read throw decodeError: truncated or damaged.
 import CFFmpeg
 import HarmoniaCore
 #if canImport(Glibc)
@@ -232,7 +239,8 @@ final class FFmpegDecodeSession {
             throw .invalidArgument("\(input.url): seek position \(Self.time(target, sampleRate)) is past the end "
                 + "(\(Self.time(totalFrames, sampleRate))); seek to at most the duration")
         }
-        guard input.format!.pointee.pb.pointee.seekable != 0 || target == position else {
+        guard input.format!.pointee.pb.pointee.seekable != 0 else {
+            if target == position { return }
             throw .unsupported("\(input.url): this source cannot seek (a live or non-seekable stream)")
         }
         var preroll = self.preroll

@@ -22,7 +22,7 @@ final class FFmpegInput {
 
     /// Opens `url`, identifies its container by content (not by name alone),
     /// reads its headers and stream info, and selects the best audio stream.
-    /// - Throws: CoreError as in specs/ports.md §DecoderPort.open.
+    /// - Throws: CoreError as in specs/ports.md §open(url:).
     init(url: String) throws(CoreError) {
         _ = quietFFmpegLogging
         guard !url.isEmpty else { throw .invalidArgument("url is empty: give a file path or an http(s) URL") }

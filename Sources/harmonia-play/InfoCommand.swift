@@ -38,7 +38,7 @@ struct InfoCommand: ParsableCommand {
                 } else {
                     Console.out(Self.readable(url: input, tags: tags, stream: stream))
                 }
-            } catch let error as CoreError {
+            } catch {
                 failed = true
                 Console.report(input, error)
             }

@@ -227,7 +227,7 @@ struct FFmpegDecoderLifecycleTests {
         let path = NSTemporaryDirectory() + "harmonia-prefix-\(getpid()).mp3"
         defer { try? FileManager.default.removeItem(atPath: path) }
         for tenth in 0..<10 {
-            FileManager.default.createFile(atPath: path, contents: data.prefix(data.count * tenth / 10))
+            #expect(FileManager.default.createFile(atPath: path, contents: data.prefix(data.count * tenth / 10)))
             let error = coreError { _ = try decodeFile(path) }
             #expect(error != nil, "a \(tenth * 10) % prefix decoded without complaint")
             #expect(error?.category == (tenth == 0 ? .unsupported : .decodeError), "\(tenth * 10) %: \(String(describing: error))")

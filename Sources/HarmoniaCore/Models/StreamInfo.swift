@@ -5,10 +5,11 @@
 ///
 /// `totalFrames` is the exact number of frames `DecoderPort.read` delivers
 /// from the start to the end of the stream, after encoder delay and padding
-/// are removed; `nil` when unknown (a live stream). `duration` is
-/// `totalFrames / sampleRate`, or `.infinity` when unknown.
+/// are removed; `nil` when unknown (a live stream, or a length the container
+/// only estimates). `duration` is `totalFrames / sampleRate` when the length
+/// is known; otherwise the container's estimate for display, or `.infinity`.
 public struct StreamInfo: Sendable, Equatable, Hashable {
-    /// Seconds; `.infinity` when the length is unknown.
+    /// Seconds: exact when `totalFrames` is known, else an estimate or `.infinity`.
     public var duration: Double
     /// Frames per second of the decoded PCM (the stream's native rate).
     public var sampleRate: Double

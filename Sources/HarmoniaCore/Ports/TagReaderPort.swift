@@ -1,6 +1,8 @@
 // TagReaderPort — specs/ports.md §TagReaderPort
 
-/// Reads tags and technical facts from a file without decoding its audio.
+/// Reads tags and technical facts from a file. An adapter may decode the
+/// first frame (the FFmpeg one does, so `duration` is the exact length), but
+/// never the whole stream.
 ///
 /// Threads: any thread, concurrently. May block on I/O.
 public protocol TagReaderPort: Sendable {

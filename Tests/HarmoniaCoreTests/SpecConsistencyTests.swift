@@ -1,0 +1,72 @@
+// The specs and the code must not drift: every spec section a source file
+// cites exists, every port and model has its section, and the core imports
+// no C library (specs/README.md).
+import Foundation
+import HarmoniaTestSupport
+import Testing
+
+@Suite("Specs and code agree")
+struct SpecConsistencyTests {
+    static let root = Fixtures.repositoryRoot
+
+    static func swiftFiles(under folder: String) -> [String] {
+        let base = root + "/" + folder
+        let items = FileManager.default.enumerator(atPath: base)?.compactMap { $0 as? String } ?? []
+        return items.filter { $0.hasSuffix(".swift") }.map { base + "/" + $0 }.sorted()
+    }
+
+    /// Heading titles of a spec file ("## DecoderPort" → "DecoderPort").
+    static func headings(_ spec: String) throws -> Set<String> {
+        let text = try String(contentsOfFile: root + "/specs/" + spec, encoding: .utf8)
+        return Set(text.split(separator: "\n").compactMap { line in
+            guard line.hasPrefix("#") else { return nil }
+            return line.drop { $0 == "#" }.trimmingCharacters(in: .whitespaces)
+        })
+    }
+
+    @Test("every 'specs/FILE.md §Section (Sub, Sub)' a source cites names a heading of that file")
+    func citedSectionsExist() throws {
+        let pattern = try NSRegularExpression(pattern: #"specs/([a-z-]+\.md) §([^\s(.,]+(?:\([^)]*\))?)(?: \(([^)]*)\))?"#)
+        var citations = 0
+        for file in Self.swiftFiles(under: "Sources") {
+            let text = try String(contentsOfFile: file, encoding: .utf8)
+            for match in pattern.matches(in: text, range: NSRange(text.startIndex..., in: text)) {
+                let spec = String(text[Range(match.range(at: 1), in: text)!])
+                var sections = [String(text[Range(match.range(at: 2), in: text)!])]
+                if let subs = Range(match.range(at: 3), in: text) {
+                    sections += text[subs].split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+                }
+                let known = try Self.headings(spec)
+                for section in sections {
+                    citations += 1
+                    #expect(known.contains(section), "\(file): cites specs/\(spec) §\(section), which has no such heading")
+                }
+            }
+        }
+        #expect(citations >= 15)
+    }
+
+    @Test("every port protocol and model type has its own section")
+    func portsAndModelsDocumented() throws {
+        let declaration = try NSRegularExpression(pattern: #"public (?:protocol|struct|enum|final class) ([A-Z]\w+)"#)
+        for (folder, spec) in [("Sources/HarmoniaCore/Ports", "ports.md"), ("Sources/HarmoniaCore/Models", "models.md")] {
+            let known = try Self.headings(spec)
+            for file in Self.swiftFiles(under: folder) {
+                let text = try String(contentsOfFile: file, encoding: .utf8)
+                for match in declaration.matches(in: text, range: NSRange(text.startIndex..., in: text)) {
+                    let name = String(text[Range(match.range(at: 1), in: text)!])
+                    if name == "DecodeHandle" || name == "Category" { continue }  // described inside their port/model
+                    #expect(known.contains(name), "\(name) (\(file)) has no section in specs/\(spec)")
+                }
+            }
+        }
+    }
+
+    @Test("HarmoniaCore imports no C library: adapters live in their own modules")
+    func coreIsPlatformNeutral() throws {
+        for file in Self.swiftFiles(under: "Sources/HarmoniaCore") {
+            let text = try String(contentsOfFile: file, encoding: .utf8)
+            #expect(!text.contains("import CFFmpeg") && !text.contains("import CPulseAudio"), "\(file)")
+        }
+    }
+}
