@@ -96,6 +96,19 @@ struct BadInputTests {
         #expect(maxDifference(damaged[0..<(firstBad * channels)], clean[0..<(firstBad * channels)]) == 0)
     }
 
+    @Test("skipped corrupt data is logged as a warning naming the file and the position")
+    func corruptionIsLogged() throws {
+        let input = Fixtures.bad.first { $0.name == "corrupt_mid.m4a" }!
+        let logger = CapturingLogger()
+        let decoder = FFmpegDecoderAdapter(logger: logger)
+        let handle = try decoder.open(url: input.path)
+        defer { decoder.close(handle) }
+        _ = try decodeToEnd(decoder, handle)
+        let warnings = logger.messages.withLock { $0 }.filter { $0.level == "warn" }
+        #expect(!warnings.isEmpty)
+        #expect(warnings.allSatisfy { $0.text.contains(input.path) && $0.text.contains(" s") })
+    }
+
     @Test("corrupt MP3 data (timestamps counted, so the loss is invisible) ends in decodeError after playing the rest")
     func corruptMP3() throws {
         let input = Fixtures.bad.first { $0.name == "corrupt_mid.mp3" }!
@@ -124,4 +137,13 @@ struct BadInputTests {
             #expect(coreError { _ = try FFmpegDecoderAdapter().open(url: path) }?.category == .ioError)
         }
     }
+}
+
+/// A LoggerPort that keeps what it is told.
+final class CapturingLogger: LoggerPort {
+    let messages = LockedValue<[(level: String, text: String)]>([])
+    func debug(_ message: @autoclosure () -> String) { messages.withLock { $0.append(("debug", message())) } }
+    func info(_ message: @autoclosure () -> String) { messages.withLock { $0.append(("info", message())) } }
+    func warn(_ message: @autoclosure () -> String) { messages.withLock { $0.append(("warn", message())) } }
+    func error(_ message: @autoclosure () -> String) { messages.withLock { $0.append(("error", message())) } }
 }
