@@ -11,7 +11,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 LSAN_SUPPRESSIONS := $(CURDIR)/Tests/lsan-suppressions.txt
 DEMO_FILE := Tests/Fixtures/audio/flac_s16_stereo_44k.flac
 
-.PHONY: all deps swift build demo test test-unit test-asan clean
+.PHONY: all deps swift build demo test test-unit test-asan test-tsan clean
 
 all: build
 
@@ -37,9 +37,10 @@ demo: build
 	@$(SWIFT) run --skip-build harmonia-play info $(DEMO_FILE)
 	@$(SWIFT) run --skip-build harmonia-play info --json $(DEMO_FILE)
 
-# The whole suite, then the FFmpeg adapter again under AddressSanitizer and
-# LeakSanitizer (its own build folder): no leak, no use-after-free, bad inputs included.
-test: test-unit test-asan
+# The whole suite; then the FFmpeg adapter again under AddressSanitizer and
+# LeakSanitizer (no leak, no use-after-free, bad inputs included), and the
+# real-time path under ThreadSanitizer — each in its own build folder.
+test: test-unit test-asan test-tsan
 
 test-unit: deps swift
 	$(SWIFT) build --build-tests
@@ -49,5 +50,9 @@ test-asan: deps swift
 	LSAN_OPTIONS=suppressions=$(LSAN_SUPPRESSIONS) \
 	  $(SWIFT) test --sanitize=address --scratch-path .build-asan --filter HarmoniaFFmpegTests
 
+# TSan exits non-zero (66) on any report.
+test-tsan: deps swift
+	HARMONIA_TSAN=1 $(SWIFT) test --sanitize=thread --scratch-path .build-tsan --filter 'SPSCRingBuffer'
+
 clean:
-	rm -rf .build .build-asan
+	rm -rf .build .build-asan .build-tsan
