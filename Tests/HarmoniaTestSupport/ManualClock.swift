@@ -9,6 +9,8 @@ public final class ManualClock: ClockPort, @unchecked Sendable {
     // Guarded by `lock`.
     private var time: UInt64
     private var sleepers = 0
+    /// Calls to sleep(until:) so far (entries).
+    private var sleepEntries = 0
 
     public init(start: UInt64 = 0) { time = start }
 
@@ -17,6 +19,7 @@ public final class ManualClock: ClockPort, @unchecked Sendable {
     public func sleep(until deadline: UInt64) {
         lock.withLock {
             sleepers += 1
+            sleepEntries += 1
             lock.broadcast()
             while time < deadline { lock.wait() }
             sleepers -= 1
@@ -30,6 +33,27 @@ public final class ManualClock: ClockPort, @unchecked Sendable {
             time &+= nanoseconds
             lock.broadcast()
         }
+    }
+
+    /// Advances time, then waits until the (single) sleeper has woken, done
+    /// its work and gone back to sleep: one deterministic step of a thread
+    /// paced by this clock.
+    public func step(by nanoseconds: UInt64) {
+        lock.withLock {
+            let entries = sleepEntries
+            time &+= nanoseconds
+            lock.broadcast()
+            while sleepEntries == entries { lock.wait() }
+        }
+    }
+
+    /// How many times sleep(until:) has been entered so far.
+    public var sleepEntryCount: Int { lock.withLock { sleepEntries } }
+
+    /// Blocks until sleep(until:) has been entered again after `count`
+    /// entries: the paced thread has re-armed its deadline.
+    public func waitForSleepEntry(after count: Int) {
+        lock.withLock { while sleepEntries <= count { lock.wait() } }
     }
 
     /// Blocks until at least `count` threads are inside `sleep(until:)`, so a

@@ -1,17 +1,31 @@
-// AudioOutputPort — specs/ports.md §AudioOutputPort
+// AudioOutputPort — specs/realtime.md §AudioOutputPort
+
+/// What an output reports outside its real-time thread.
+public enum AudioOutputEvent: Sendable, Equatable {
+    /// The device ran dry: `count` underruns so far.
+    case underrun(count: Int)
+    /// The output failed (server lost, device gone); it may be reconnecting.
+    case error(CoreError)
+    /// The output is back after an error and resumed from `frame` (framesPlayed).
+    case reconnected(frame: Int64)
+}
 
 /// Plays interleaved Float32 PCM. The service's decode thread pushes frames
-/// with `write`; the output's own real-time thread pulls them out of a
-/// lock-free ring and hands them to the device.
+/// with `write` into the output's lock-free ring; the output's own real-time
+/// thread pulls them out and hands them to the device.
 ///
 /// Threads: control calls (`configure`, `start`, `stop`, `pause`, `resume`,
-/// `flush`, `drain`, `setVolume`) from any thread, serialised by the adapter.
-/// `write` from one producer thread at a time; it never blocks.
-/// `framesPlayed` from any thread, without blocking.
+/// `flush`, `drain`, `setVolume`) from any thread, serialised by the adapter,
+/// never from the real-time thread. `write` from one producer thread at a
+/// time; it never blocks. `framesPlayed` and `underrunCount` from any thread
+/// without blocking. Stricter than the reference, whose `render` is called
+/// on the real-time thread and may block.
 public protocol AudioOutputPort: AnyObject, Sendable {
-    /// Sets the format of the frames that follow. Called before `start`, and
-    /// again between tracks when rate or channels change.
-    /// - Throws: `invalidArgument` (rate ≤ 0, channels < 1), `ioError` (device).
+    /// Sets the format of the frames that follow and drops anything queued.
+    /// Called before `start`, and again when rate or channels change (a new
+    /// device stream; the old one stops without a click).
+    /// - Throws: `invalidArgument` (rate ≤ 0, channels < 1 or unsupported),
+    ///   `ioError` (no server or device; the message says what to do).
     func configure(sampleRate: Double, channels: Int) throws(CoreError)
 
     /// Starts consuming. - Throws: `invalidState` (not configured), `ioError`.
@@ -20,25 +34,35 @@ public protocol AudioOutputPort: AnyObject, Sendable {
     /// Stops consuming and drops what is queued. Idempotent; never throws.
     func stop()
 
-    /// Silences output within one output buffer, keeping queued frames.
+    /// Silences the output within one output buffer, keeping queued frames.
     func pause()
 
-    /// Resumes after `pause`, from the exact next frame.
+    /// Resumes after `pause` from the exact next frame.
     func resume()
 
-    /// Drops every queued frame (ring and device buffer). Idempotent.
+    /// Drops every queued frame (ring and device buffer). Idempotent. Call it
+    /// from the producer thread (it marks the ring's written frames stale).
     func flush()
 
-    /// Blocks until every written frame has been played. Not for real-time threads.
+    /// Blocks until every written frame has been played (or the output
+    /// stops). Not for real-time threads.
     func drain()
 
     /// Queues up to `frameCount` frames from `frames` without blocking and
     /// returns how many were accepted (0 when the ring is full).
     func write(_ frames: UnsafePointer<Float>, frameCount: Int) -> Int
 
-    /// Output gain 0…1, clamped; audible within one output buffer.
+    /// Output gain 0…1, clamped; audible within one output buffer, ramped
+    /// across a buffer so there is no zipper noise.
     func setVolume(_ volume: Float)
 
-    /// Frames the listener has heard since the last `configure` or `flush`.
+    /// Frames of written audio the listener has heard since `configure`:
+    /// flushed frames and silence inserted for underruns are not counted.
     var framesPlayed: Int64 { get }
+
+    /// Underruns since `configure`.
+    var underrunCount: Int { get }
+
+    /// Underruns, errors and reconnections, reported off the real-time thread.
+    var events: AsyncStream<AudioOutputEvent> { get }
 }

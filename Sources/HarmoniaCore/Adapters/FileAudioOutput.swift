@@ -1,0 +1,171 @@
+// FileAudioOutput — specs/realtime.md §FileAudioOutput
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// An `AudioOutputPort` that writes what it is given, as fast as it is given:
+/// a WAV file (IEEE float32) when the path ends in `.wav`, raw interleaved
+/// float32 little-endian otherwise (`/dev/null` works). It is how scripts and
+/// tests check the end-to-end output without a sound server.
+///
+/// `write` blocks on the disk (it is a file, not a device). The WAV header's
+/// sizes are written when the output stops (or is released); until then they
+/// say "unknown" (0xFFFFFFFF), which readers take as "to the end of the file".
+/// A second `configure` with another format throws: one file, one format.
+public final class FileAudioOutput: AudioOutputPort, @unchecked Sendable {
+    public let path: String
+    public let events: AsyncStream<AudioOutputEvent>
+    private let continuation: AsyncStream<AudioOutputEvent>.Continuation
+    private let isWAV: Bool
+
+    private let lock = ConditionLock()
+    // Guarded by `lock`.
+    private var fd: Int32 = -1
+    private var format: (rate: Double, channels: Int)?
+    private var running = false
+    private var paused = false
+    private var written: Int64 = 0
+    private var volume: Float = 1
+    private var scratch: UnsafeMutablePointer<Float>?
+    private var scratchFrames = 0
+
+    public init(path: String) {
+        self.path = path
+        isWAV = path.lowercased().hasSuffix(".wav")
+        (events, continuation) = AsyncStream.makeStream()
+    }
+
+    deinit {
+        lock.withLock { closeFile() }
+        scratch?.deallocate()
+        continuation.finish()
+    }
+
+    public func configure(sampleRate: Double, channels: Int) throws(CoreError) {
+        guard sampleRate > 0, channels >= 1 else {
+            throw .invalidArgument("\(path): sample rate \(sampleRate) and channels \(channels) must be positive")
+        }
+        try lock.withLock { () throws(CoreError) in
+            if let format {
+                guard format.rate == sampleRate && format.channels == channels else {
+                    throw .invalidArgument("\(path): the file is \(Int(format.rate)) Hz, \(format.channels) ch; "
+                        + "it cannot change to \(Int(sampleRate)) Hz, \(channels) ch mid-file")
+                }
+                return
+            }
+            let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+            guard descriptor >= 0 else {
+                let reason = String(cString: strerror(errno))
+                throw errno == ENOENT ? .notFound("\(path): cannot create the output file (\(reason))")
+                    : .ioError("\(path): cannot open the output file for writing (\(reason))")
+            }
+            fd = descriptor
+            format = (sampleRate, channels)
+            if isWAV {
+                guard writeAll(Self.wavHeader(rate: sampleRate, channels: channels, dataBytes: nil)) else {
+                    throw .ioError("\(path): cannot write the WAV header (\(String(cString: strerror(errno))))")
+                }
+            }
+        }
+    }
+
+    public func start() throws(CoreError) {
+        try lock.withLock { () throws(CoreError) in
+            guard format != nil else { throw .invalidState("\(path): start() before configure()") }
+            running = true
+            paused = false
+        }
+    }
+
+    /// Stops and finishes the file (WAV sizes written). Idempotent.
+    public func stop() {
+        lock.withLock {
+            running = false
+            finishHeader()
+        }
+    }
+
+    public func pause() { lock.withLock { paused = true } }
+    public func resume() { lock.withLock { paused = false } }
+    /// Nothing is queued: every accepted frame is already in the file.
+    public func flush() {}
+    public func drain() { lock.withLock { finishHeader() } }
+
+    public func write(_ frames: UnsafePointer<Float>, frameCount: Int) -> Int {
+        lock.withLock {
+            guard running, !paused, let format, fd >= 0, frameCount > 0 else { return 0 }
+            let samples = frameCount * format.channels
+            var source = frames
+            if volume != 1 {
+                if scratchFrames < frameCount {
+                    scratch?.deallocate()
+                    scratch = .allocate(capacity: samples)
+                    scratchFrames = frameCount
+                }
+                for i in 0..<samples { scratch![i] = frames[i] * volume }
+                source = UnsafePointer(scratch!)
+            }
+            guard writeAll(UnsafeRawBufferPointer(start: source, count: samples * 4)) else {
+                let error = CoreError.ioError("\(path): write failed (\(String(cString: strerror(errno))))")
+                running = false
+                continuation.yield(.error(error))
+                return 0
+            }
+            written += Int64(frameCount)
+            return frameCount
+        }
+    }
+
+    public func setVolume(_ volume: Float) { lock.withLock { self.volume = min(max(volume, 0), 1) } }
+    public var framesPlayed: Int64 { lock.withLock { written } }
+    public var underrunCount: Int { 0 }
+
+    // MARK: Internals (called with `lock` held)
+
+    private func writeAll(_ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBytes { writeAll($0) }
+    }
+
+    private func writeAll(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let n = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+            if n < 0 {
+                if errno == EINTR { continue }
+                return false
+            }
+            offset += n
+        }
+        return true
+    }
+
+    /// Writes the final sizes into a WAV header of a regular file.
+    private func finishHeader() {
+        guard isWAV, fd >= 0, let format else { return }
+        var status = stat()
+        guard fstat(fd, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { return }
+        let header = Self.wavHeader(rate: format.rate, channels: format.channels, dataBytes: written * Int64(format.channels) * 4)
+        _ = header.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+    }
+
+    private func closeFile() {
+        finishHeader()
+        if fd >= 0 { close(fd) }
+        fd = -1
+    }
+
+    /// A 44-byte RIFF/WAVE header, format 3 (IEEE float), 32 bits.
+    static func wavHeader(rate: Double, channels: Int, dataBytes: Int64?) -> [UInt8] {
+        func le32(_ v: UInt32) -> [UInt8] { [UInt8(v & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v >> 16 & 0xFF), UInt8(v >> 24)] }
+        func le16(_ v: UInt16) -> [UInt8] { [UInt8(v & 0xFF), UInt8(v >> 8)] }
+        let data: UInt32 = dataBytes.map { UInt32(clamping: $0) } ?? 0xFFFF_FFFF
+        let riff: UInt32 = dataBytes.map { UInt32(clamping: $0 + 36) } ?? 0xFFFF_FFFF
+        let blockAlign = UInt16(channels * 4)
+        return Array("RIFF".utf8) + le32(riff) + Array("WAVE".utf8)
+            + Array("fmt ".utf8) + le32(16) + le16(3) + le16(UInt16(channels)) + le32(UInt32(rate))
+            + le32(UInt32(rate) * UInt32(blockAlign)) + le16(blockAlign) + le16(32)
+            + Array("data".utf8) + le32(data)
+    }
+}

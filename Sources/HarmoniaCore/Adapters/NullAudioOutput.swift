@@ -1,0 +1,174 @@
+// NullAudioOutput — specs/realtime.md §NullAudioOutput
+import Foundation
+
+/// An `AudioOutputPort` that plays into nothing: for tests, scripts and
+/// services without a device.
+///
+/// - `.realTime(clock)`: a consumer thread takes `periodFrames` frames from the
+///   ring every period of the clock's time, exactly as a device would. With a
+///   `ManualClock` it is deterministic: each `advance` by a period plays one
+///   period. Underruns happen as on a device when the ring runs dry.
+/// - `.asFastAsPossible`: `write` plays the frames at once (no ring, no thread).
+///
+/// Threads: as the port says. The consumer thread only reads the ring and
+/// bumps counters; events are yielded from it (it is not a real device
+/// thread). Call `stop()` before releasing a started output.
+public final class NullAudioOutput: AudioOutputPort, @unchecked Sendable {
+    public enum Pace: Sendable {
+        case realTime(any ClockPort)
+        case asFastAsPossible
+    }
+
+    public let events: AsyncStream<AudioOutputEvent>
+    private let continuation: AsyncStream<AudioOutputEvent>.Continuation
+    private let pace: Pace
+    private let periodFrames: Int
+    private let ringFrames: Int
+
+    private let lock = ConditionLock()
+    // Guarded by `lock`.
+    private var ring: SPSCRingBuffer?
+    private var sampleRate: Double = 0
+    private var running = false
+    private var paused = false
+    /// Pauses so far: a period during which a pause happened plays nothing
+    /// and restarts the schedule (a paused device does not catch up).
+    private var pauses = 0
+    private var volume: Float = 1
+    private var thread: Thread?
+    private var generation = 0
+    // Written by the consumer (or by `write` when as fast as possible); guarded by `lock`.
+    private var played: Int64 = 0
+    private var underruns = 0
+    private var hadData = false
+
+    /// - Parameters:
+    ///   - periodFrames: frames consumed per period in real-time pace.
+    ///   - ringFrames: ring capacity (rounded up to a power of two).
+    public init(pace: Pace, periodFrames: Int = 1024, ringFrames: Int = 16384) {
+        self.pace = pace
+        self.periodFrames = periodFrames
+        self.ringFrames = ringFrames
+        (events, continuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(256))
+    }
+
+    deinit {
+        stop()
+        continuation.finish()
+    }
+
+    public func configure(sampleRate: Double, channels: Int) throws(CoreError) {
+        guard sampleRate > 0, channels >= 1 else {
+            throw .invalidArgument("NullAudioOutput: sample rate \(sampleRate) and channels \(channels) must be positive")
+        }
+        stop()
+        lock.withLock {
+            self.sampleRate = sampleRate
+            ring = SPSCRingBuffer(minimumCapacity: ringFrames, channels: channels)
+            played = 0
+            underruns = 0
+            hadData = false
+        }
+    }
+
+    public func start() throws(CoreError) {
+        try lock.withLock { () throws(CoreError) in
+            guard ring != nil else { throw .invalidState("NullAudioOutput: start() before configure()") }
+            guard !running else { return }
+            running = true
+            paused = false
+            generation += 1
+            if case .realTime(let clock) = pace {
+                let myGeneration = generation
+                // The thread holds the output until stop() ends it.
+                let thread = Thread { self.consume(clock: clock, generation: myGeneration) }
+                thread.name = "harmonia.null-output"
+                self.thread = thread
+                thread.start()
+            }
+        }
+    }
+
+    public func stop() {
+        lock.withLock {
+            running = false
+            generation += 1
+            thread = nil
+            ring?.requestDiscard()
+            lock.broadcast()
+        }
+    }
+
+    public func pause() { lock.withLock { paused = true; pauses += 1; lock.broadcast() } }
+    public func resume() { lock.withLock { paused = false; lock.broadcast() } }
+
+    public func flush() {
+        lock.withLock {
+            ring?.requestDiscard()
+            lock.broadcast()
+        }
+    }
+
+    public func drain() {
+        lock.withLock {
+            while running, let ring, ring.framesWritten > ring.framesRead, case .realTime = pace {
+                lock.wait()
+            }
+        }
+    }
+
+    public func write(_ frames: UnsafePointer<Float>, frameCount: Int) -> Int {
+        if case .asFastAsPossible = pace {
+            return lock.withLock {
+                guard running, !paused else { return 0 }
+                played += Int64(frameCount)
+                return frameCount
+            }
+        }
+        guard let ring = lock.withLock({ ring }) else { return 0 }
+        return ring.write(frames, frames: frameCount)
+    }
+
+    public func setVolume(_ volume: Float) { lock.withLock { self.volume = min(max(volume, 0), 1) } }
+
+    public var framesPlayed: Int64 { lock.withLock { played } }
+    public var underrunCount: Int { lock.withLock { underruns } }
+
+    /// The consumer: one period per period of clock time, like a device.
+    private func consume(clock: any ClockPort, generation: Int) {
+        let (ring, rate) = lock.withLock { (self.ring!, sampleRate) }
+        let scratch = UnsafeMutablePointer<Float>.allocate(capacity: periodFrames * ring.channels)
+        defer { scratch.deallocate() }
+        let periodNanoseconds = UInt64((Double(periodFrames) / rate * 1e9).rounded())
+        var deadline = clock.now()
+        while true {
+            let (proceed, pausesBefore): (Bool, Int) = lock.withLock {
+                var waited = false
+                while self.generation == generation && (paused || !running) { lock.wait(); waited = true }
+                if waited { deadline = clock.now() }
+                return (self.generation == generation, pauses)
+            }
+            guard proceed else { return }
+            deadline += periodNanoseconds
+            clock.sleep(until: deadline)
+            var event: AudioOutputEvent?
+            lock.withLock {
+                guard self.generation == generation else { return }
+                guard !paused, pauses == pausesBefore else {
+                    deadline = clock.now()
+                    return
+                }
+                let got = ring.read(into: scratch, frames: periodFrames)
+                played += Int64(got)
+                if got > 0 { hadData = true }
+                if got < periodFrames && hadData && ring.framesWritten > 0 {
+                    underruns += 1
+                    hadData = false
+                    event = .underrun(count: underruns)
+                }
+                lock.broadcast()
+            }
+            if let event { continuation.yield(event) }
+        }
+    }
+}
