@@ -11,6 +11,7 @@ let package = Package(
     products: [
         .library(name: "HarmoniaCore", targets: ["HarmoniaCore"]),
         .library(name: "HarmoniaFFmpeg", targets: ["HarmoniaFFmpeg"]),
+        .library(name: "HarmoniaPulseAudio", targets: ["HarmoniaPulseAudio"]),
         .executable(name: "harmonia-play", targets: ["harmonia-play"]),
     ],
     dependencies: [
@@ -43,6 +44,10 @@ let package = Package(
             name: "HarmoniaFFmpeg",
             dependencies: ["HarmoniaCore", "CFFmpeg"]
         ),
+        .target(
+            name: "HarmoniaPulseAudio",
+            dependencies: ["HarmoniaCore", "CPulseAudio"]
+        ),
 
         // MARK: Programs
         .executableTarget(
@@ -67,6 +72,10 @@ let package = Package(
         .testTarget(
             name: "HarmoniaFFmpegTests",
             dependencies: ["HarmoniaCore", "HarmoniaFFmpeg", "HarmoniaTestSupport"]
+        ),
+        .testTarget(
+            name: "HarmoniaPulseAudioTests",
+            dependencies: ["HarmoniaCore", "HarmoniaPulseAudio", "HarmoniaFFmpeg", "HarmoniaTestSupport"]
         ),
         .testTarget(
             name: "HarmoniaPlayTests",

@@ -1,0 +1,209 @@
+// PulseRealTimeState — specs/realtime.md §PulseAudioOutputAdapter
+//
+// What PulseAudio's write callback touches. The callback runs on the threaded
+// main loop's thread with the main loop's lock held, and every control-side
+// access below also holds that lock: so these fields need no atomics between
+// the two. Nothing here allocates after init; `fill` never allocates, locks,
+// logs or waits.
+import CPulseAudio
+import HarmoniaCore
+import Synchronization
+
+final class PulseRealTimeState: @unchecked Sendable {
+    let ring: SPSCRingBuffer
+    let channels: Int
+    let frameBytes: Int
+    let sampleRate: Double
+
+    // MARK: Guarded by the main loop's lock (callback and control side)
+
+    /// Uncorked and consuming.
+    var playing = false
+    /// Drain requested: stop zero-filling; signal the main loop when the ring is empty.
+    var draining = false
+    /// Frames written (real + silence), counted across streams: positions are
+    /// continuous when a lost server is replaced. The current stream began at
+    /// `streamOrigin`, so its own write index is streamFramesWritten − streamOrigin.
+    var streamFramesWritten: Int64 = 0
+    var streamOrigin: Int64 = 0
+    /// Frames of real (ring) audio written to this stream.
+    var realFramesWritten: Int64 = 0
+    /// The callback has written real audio since the last underrun or flush.
+    private var hadRealData = false
+    /// Gain applied now, and the target `setVolume` asks for (ramped per buffer).
+    var currentGain: Float = 1
+    var targetGain: Float = 1
+    /// Frames to send again before the ring after a reconnection: history
+    /// positions [replayFrom, replayTo) of the previous stream.
+    var replayFrom: Int64 = 0
+    var replayTo: Int64 = 0
+    /// The main loop, signalled when a drain empties the ring or an underrun happens.
+    var mainloop: OpaquePointer?
+
+    /// Silence the callback inserted, as (start, length) in stream frames,
+    /// newest last; older entries fold into `silenceBeforeLog`.
+    private let silenceStarts: UnsafeMutablePointer<Int64>
+    private let silenceLengths: UnsafeMutablePointer<Int64>
+    private static let silenceLogSize = 64
+    private var silenceCount = 0
+    private var silenceBeforeLog: Int64 = 0
+
+    /// What was written to the stream, by stream frame (for replay after a
+    /// reconnection): capacity a power of two ≥ the device buffer.
+    private let history: UnsafeMutablePointer<Float>
+    private let historyFrames: Int
+
+    // MARK: Read anywhere
+
+    let underruns = Atomic<Int>(0)
+
+    init(ring: SPSCRingBuffer, sampleRate: Double, historyFrames minimum: Int) {
+        self.ring = ring
+        channels = ring.channels
+        frameBytes = ring.channels * 4
+        self.sampleRate = sampleRate
+        var frames = 1024
+        while frames < minimum { frames <<= 1 }
+        historyFrames = frames
+        history = .allocate(capacity: frames * ring.channels)
+        history.initialize(repeating: 0, count: frames * ring.channels)
+        silenceStarts = .allocate(capacity: Self.silenceLogSize)
+        silenceLengths = .allocate(capacity: Self.silenceLogSize)
+    }
+
+    deinit {
+        history.deallocate()
+        silenceStarts.deallocate()
+        silenceLengths.deallocate()
+    }
+
+    /// The write callback's work: fill `nbytes` of the stream's buffer from
+    /// the replay range, then the ring; zero-fill a shortfall while playing
+    /// (an underrun). Real-time safe.
+    func fill(_ stream: OpaquePointer, _ nbytes: Int) {
+        var remaining = nbytes / frameBytes
+        while remaining > 0 {
+            var data: UnsafeMutableRawPointer? = nil
+            var size = remaining * frameBytes
+            guard pa_stream_begin_write(stream, &data, &size) >= 0, let data, size >= frameBytes else { return }
+            let frames = min(size / frameBytes, remaining)
+            let out = data.assumingMemoryBound(to: Float.self)
+            var got = 0
+            // 1. Audio lost with a previous server, sent again.
+            while got < frames && replayFrom < replayTo {
+                let n = min(frames - got, Int(replayTo - replayFrom), historyFrames - Int(replayFrom & Int64(historyFrames - 1)))
+                let start = Int(replayFrom & Int64(historyFrames - 1)) * channels
+                for i in 0..<(n * channels) { out[got * channels + i] = history[start + i] }
+                got += n
+                replayFrom += Int64(n)
+            }
+            // 2. The ring.
+            got += ring.read(into: out + got * channels, frames: frames - got)
+            if got < frames {
+                if !playing || draining {
+                    // Corked (prefilling) or draining: write only what exists.
+                    if got == 0 {
+                        pa_stream_cancel_write(stream)
+                        if draining, let mainloop { pa_threaded_mainloop_signal(mainloop, 0) }
+                        return
+                    }
+                } else {
+                    // Playing and the ring ran dry: silence, counted.
+                    for i in (got * channels)..<(frames * channels) { out[i] = 0 }
+                    logSilence(at: streamFramesWritten + Int64(got), frames: Int64(frames - got))
+                    if hadRealData {
+                        hadRealData = false
+                        underruns.add(1, ordering: .relaxed)
+                        if let mainloop { pa_threaded_mainloop_signal(mainloop, 0) }
+                    }
+                }
+            }
+            let written = (got < frames && (!playing || draining)) ? got : frames
+            if got > 0 { hadRealData = true }
+            applyGain(out, frames: written)
+            remember(out, frames: written)
+            pa_stream_write(stream, data, written * frameBytes, nil, 0, PA_SEEK_RELATIVE)
+            streamFramesWritten += Int64(written)
+            realFramesWritten += Int64(min(got, written))
+            remaining -= written
+            if written < frames { return }
+        }
+    }
+
+    /// Ramps linearly from the current gain to the target across `frames`.
+    private func applyGain(_ out: UnsafeMutablePointer<Float>, frames: Int) {
+        let from = currentGain, to = targetGain
+        guard frames > 0, !(from == 1 && to == 1) else { return }
+        let step = (to - from) / Float(frames)
+        for frame in 0..<frames {
+            let gain = from + step * Float(frame + 1)
+            for c in 0..<channels { out[frame * channels + c] *= gain }
+        }
+        currentGain = to
+    }
+
+    private func remember(_ out: UnsafeMutablePointer<Float>, frames: Int) {
+        var position = streamFramesWritten
+        for frame in 0..<frames {
+            let slot = Int(position & Int64(historyFrames - 1)) * channels
+            for c in 0..<channels { history[slot + c] = out[frame * channels + c] }
+            position += 1
+        }
+    }
+
+    private func logSilence(at start: Int64, frames: Int64) {
+        if silenceCount > 0, silenceStarts[silenceCount - 1] + silenceLengths[silenceCount - 1] == start {
+            silenceLengths[silenceCount - 1] += frames
+            return
+        }
+        if silenceCount == Self.silenceLogSize {
+            silenceBeforeLog += silenceLengths[0]
+            for i in 1..<silenceCount {
+                silenceStarts[i - 1] = silenceStarts[i]
+                silenceLengths[i - 1] = silenceLengths[i]
+            }
+            silenceCount -= 1
+        }
+        silenceStarts[silenceCount] = start
+        silenceLengths[silenceCount] = frames
+        silenceCount += 1
+    }
+
+    // MARK: Control side (main loop lock held)
+
+    /// Real frames heard when the stream has played up to stream frame `position`.
+    func realFrames(playedUpTo position: Int64) -> Int64 {
+        var silence = silenceBeforeLog
+        for i in 0..<silenceCount where silenceStarts[i] < position {
+            silence += min(silenceLengths[i], position - silenceStarts[i])
+        }
+        return max(0, position - silence)
+    }
+
+    /// After a flush: the stream's write index is `position`; later entries go.
+    func rewind(to position: Int64) {
+        while silenceCount > 0, silenceStarts[silenceCount - 1] >= position { silenceCount -= 1 }
+        if silenceCount > 0 {
+            let last = silenceCount - 1
+            silenceLengths[last] = min(silenceLengths[last], position - silenceStarts[last])
+        }
+        realFramesWritten = realFrames(playedUpTo: position)
+        streamFramesWritten = position
+        replayFrom = 0
+        replayTo = 0
+        hadRealData = false
+    }
+
+    /// For a new stream after the old one was lost when it had played up to
+    /// `position`: what was written but never heard is sent again first (from
+    /// the history) and counts as not heard; the new stream starts here.
+    func prepareReplay(lostAt position: Int64) {
+        let lost = max(0, streamFramesWritten - position)
+        let oldest = max(0, streamFramesWritten - Int64(historyFrames) / 2)
+        replayFrom = max(position, oldest)
+        replayTo = streamFramesWritten
+        if lost > 0 { logSilence(at: position, frames: lost) }
+        streamOrigin = streamFramesWritten
+        hadRealData = false
+    }
+}

@@ -1,0 +1,88 @@
+// PulseAudioOutputAdapter against a real PulseAudio server: specs/realtime.md
+// §PulseAudioOutputAdapter. `make test` starts a private daemon; a pipe sink
+// records exactly what the sink played, compared with the decode.
+import Foundation
+import HarmoniaCore
+import HarmoniaFFmpeg
+import HarmoniaPulseAudio
+import HarmoniaTestSupport
+import Testing
+
+/// Decodes a fixture completely.
+func decodeAll(_ name: String) throws -> (samples: [Float], info: StreamInfo) {
+    let decoder = FFmpegDecoderAdapter()
+    let handle = try decoder.open(url: Fixtures.named(name).path)
+    defer { decoder.close(handle) }
+    let info = try decoder.info(handle)
+    var samples = [Float](repeating: 0, count: Int(info.totalFrames!) * info.channels)
+    let frames = try samples.withUnsafeMutableBufferPointer { try decoder.read(handle, into: $0.baseAddress!, maxFrames: Int(info.totalFrames!)) }
+    #expect(frames == Int(info.totalFrames!))
+    return (samples, info)
+}
+
+func pulseOptions(device: String? = nil, latency: Double = 0.05) -> PulseAudioOutputAdapter.Options {
+    PulseAudioOutputAdapter.Options(latency: latency, device: device, server: PulseTestServer.address, ringFrames: 1 << 18)
+}
+
+@Suite("PulseAudioOutputAdapter", .serialized, .enabled(if: PulseTestServer.directory != nil, "needs the private PulseAudio server 'make test' starts"))
+struct PulseAudioOutputAdapterTests {
+    @Test("no server reachable: ioError saying how to start one or choose another output")
+    func noServer() {
+        let output = PulseAudioOutputAdapter(options: .init(server: "unix:/nonexistent/harmonia/native"))
+        do {
+            try output.configure(sampleRate: 44100, channels: 2)
+            Issue.record("configure succeeded without a server")
+        } catch {
+            #expect(error.category == .ioError)
+            #expect(error.message.contains("pulseaudio --start"))
+            #expect(error.message.contains("--output null"))
+        }
+    }
+
+    @Test("an unknown sink name is notFound")
+    func unknownSink() {
+        let output = PulseAudioOutputAdapter(options: pulseOptions(device: "no_such_sink"))
+        #expect(throws: CoreError.self) { try output.configure(sampleRate: 44100, channels: 2) }
+        do { try output.configure(sampleRate: 44100, channels: 2) } catch { #expect(error.category == .notFound) }
+    }
+
+    /// Plays `name` through a pipe sink at its own rate and checks the sink
+    /// played exactly the decoded samples.
+    func playsBitExact(_ name: String, channelMap: String? = nil) throws {
+        let (samples, info) = try decodeAll(name)
+        let recorder = try PipeSinkRecorder(rate: Int(info.sampleRate), channels: info.channels, channelMap: channelMap)
+        let output = PulseAudioOutputAdapter(options: pulseOptions(device: recorder.sinkName))
+        try output.configure(sampleRate: info.sampleRate, channels: info.channels)
+        let frames = samples.count / info.channels
+        #expect(output.write(samples, frameCount: frames) == frames)   // the ring holds it all
+        try output.start()
+        output.drain()
+        let played = output.framesPlayed
+        output.stop()
+        let recording = try recorder.finish()
+        if let dump = ProcessInfo.processInfo.environment["HARMONIA_DUMP"] {
+            try recording.withUnsafeBytes { try Data($0).write(to: URL(fileURLWithPath: dump + "/\(name).rec")) }
+            try samples.withUnsafeBytes { try Data($0).write(to: URL(fileURLWithPath: dump + "/\(name).src")) }
+        }
+        let loud = recording.lazy.filter { $0 != 0 }.count
+        print("[\(name)] played \(played) of \(frames) frames; recorded \(recording.count / info.channels) frames, \(loud) non-zero samples; underruns \(output.underrunCount)")
+        #expect(played >= Int64(frames) - 1)
+        let offset = PipeSinkRecorder.offset(of: samples, in: recording, channels: info.channels)
+        #expect(offset != nil, "the decoded samples must appear in the recording")
+        guard let offset else { return }
+        let start = offset * info.channels
+        #expect(start + samples.count <= recording.count)
+        let exact = start + samples.count <= recording.count && recording[start..<(start + samples.count)].elementsEqual(samples)
+        #expect(exact, "the sink must play exactly the decoded samples")
+    }
+
+    @Test("stereo at 44.1 kHz: the sink plays exactly the decoded samples")
+    func stereoBitExact() throws {
+        try playsBitExact("flac_s16_stereo_44k.flac")
+    }
+
+    @Test("5.1 at 48 kHz: every channel where it belongs, bit-exact")
+    func surroundBitExact() throws {
+        try playsBitExact("flac_s16_51_48k.flac", channelMap: "front-left,front-right,front-center,lfe,rear-left,rear-right")
+    }
+}
