@@ -6,10 +6,15 @@ SWIFT ?= $(shell command -v swift 2>/dev/null || echo /opt/swift/usr/bin/swift)
 # Build-time libraries (FFmpeg, PulseAudio) and the tools the tests use:
 # the ffmpeg command line is the independent reference decoder.
 APT_PACKAGES := pkg-config libavformat-dev libavcodec-dev libswresample-dev libavutil-dev \
-                libpulse-dev ffmpeg util-linux
+                libpulse-dev ffmpeg util-linux pulseaudio pulseaudio-utils
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 LSAN_SUPPRESSIONS := $(CURDIR)/Tests/lsan-suppressions.txt
 DEMO_FILE := Tests/Fixtures/audio/flac_s16_stereo_44k.flac
+# The tests' private PulseAudio daemon (Tests/pulse-test-server.sh): its own
+# folder and socket, so it never touches a desktop's server.
+PULSE_DIR ?= /tmp/harmonia-pulse-$(shell id -u)-$(shell printf '%s' "$(CURDIR)" | md5sum | cut -c1-8)
+WITH_PULSE = bash Tests/pulse-test-server.sh start $(PULSE_DIR) && status=0; \
+	HARMONIA_PULSE_DIR=$(PULSE_DIR)
 
 .PHONY: all deps swift build demo test test-unit test-asan test-tsan clean
 
@@ -44,7 +49,8 @@ test: test-unit test-asan test-tsan
 
 test-unit: deps swift
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
+	$(WITH_PULSE) $(SWIFT) test --skip-build || status=$$?; \
+	  bash Tests/pulse-test-server.sh stop $(PULSE_DIR); exit $$status
 
 test-asan: deps swift
 	LSAN_OPTIONS=suppressions=$(LSAN_SUPPRESSIONS) \
@@ -52,7 +58,9 @@ test-asan: deps swift
 
 # TSan exits non-zero (66) on any report.
 test-tsan: deps swift
-	HARMONIA_TSAN=1 $(SWIFT) test --sanitize=thread --scratch-path .build-tsan --filter 'SPSCRingBuffer'
+	$(WITH_PULSE) HARMONIA_TSAN=1 $(SWIFT) test --sanitize=thread --scratch-path .build-tsan \
+	  --filter 'SPSCRingBuffer|PulseAudioOutputAdapter' || status=$$?; \
+	  bash Tests/pulse-test-server.sh stop $(PULSE_DIR); exit $$status
 
 clean:
 	rm -rf .build .build-asan .build-tsan
