@@ -1,0 +1,166 @@
+// Pause, flush, volume and server loss through a real PulseAudio server,
+// checked on what the sink actually played: specs/realtime.md §PulseAudioOutputAdapter.
+import Foundation
+import HarmoniaCore
+import HarmoniaPulseAudio
+import HarmoniaTestSupport
+import Testing
+
+/// Waits (device time passes; there is no event to await) until the output
+/// has played `frames`, or fails after `seconds`.
+func waitUntilHeard(_ output: PulseAudioOutputAdapter, _ frames: Int64, seconds: Double = 10) throws {
+    let clock = MonotonicClockAdapter()
+    let deadline = clock.now() + UInt64(seconds * 1e9)
+    while output.framesPlayed < frames {
+        guard clock.now() < deadline else { throw FixtureError("played only \(output.framesPlayed) of \(frames) frames in \(seconds) s") }
+        clock.sleep(nanoseconds: 2_000_000)
+    }
+}
+
+/// Runs of non-silent frames in a recording: (start, length).
+func loudRuns(_ recording: [Float], channels: Int) -> [(start: Int, count: Int)] {
+    var runs: [(Int, Int)] = []
+    var start = -1
+    for frame in 0..<(recording.count / channels) {
+        let loud = (0..<channels).contains { recording[frame * channels + $0] != 0 }
+        if loud && start < 0 { start = frame }
+        if !loud && start >= 0 { runs.append((start, frame - start)); start = -1 }
+    }
+    if start >= 0 { runs.append((start, recording.count / channels - start)) }
+    return runs
+}
+
+/// A test signal with no zero samples (so silence in a recording is a gap,
+/// never the signal), frame i's value encoding i.
+func counterSignal(frames: Int, channels: Int) -> [Float] {
+    (0..<(frames * channels)).map { i in Float(1 + (i / channels) % 30000) / 32768 * (i % channels == 0 ? 1 : -1) }
+}
+
+@Suite("PulseAudioOutputAdapter behaviour", .serialized, .enabled(if: PulseTestServer.directory != nil, "needs the private PulseAudio server 'make test' starts"))
+struct PulseAudioBehaviourTests {
+    let rate = 48000
+    let latency = 0.05
+
+    @Test("pause: silent within one buffer; resume: the exact next frame, none lost or repeated")
+    func pauseResume() throws {
+        let frames = rate * 2
+        let signal = counterSignal(frames: frames, channels: 2)
+        let recorder = try PipeSinkRecorder(rate: rate, channels: 2)
+        let output = PulseAudioOutputAdapter(options: pulseOptions(device: recorder.sinkName, latency: latency))
+        try output.configure(sampleRate: Double(rate), channels: 2)
+        #expect(output.write(signal, frameCount: frames) == frames)
+        try output.start()
+        try waitUntilHeard(output, Int64(rate / 2))
+        output.pause()
+        let heardAtPause = output.framesPlayed
+        MonotonicClockAdapter().sleep(nanoseconds: 200_000_000)      // 200 ms of pause
+        #expect(output.framesPlayed - heardAtPause <= Int64(Double(rate) * latency))
+        output.resume()
+        output.drain()
+        #expect(output.framesPlayed == Int64(frames))
+        output.stop()
+        let recording = try recorder.finish()
+        let runs = loudRuns(recording, channels: 2).filter { $0.count > 1 }
+        #expect(runs.count == 2, "one gap: the pause (runs: \(runs.map(\.count)))")
+        guard runs.count == 2 else { return }
+        // Joined, the two runs are the signal, frame for frame.
+        let played = Array(recording[(runs[0].start * 2)..<((runs[0].start + runs[0].count) * 2)])
+            + Array(recording[(runs[1].start * 2)..<((runs[1].start + runs[1].count) * 2)])
+        #expect(played.count == signal.count)
+        #expect(played.elementsEqual(signal), "no frame lost or repeated across pause/resume")
+        // Silent within one output buffer of pause(): frames after the heard position at pause.
+        let afterPause = Int64(runs[0].count) - heardAtPause
+        print("[pause] \(afterPause) frames sounded after pause() returned (buffer: \(Int(Double(rate) * latency)))")
+        #expect(afterPause <= Int64(Double(rate) * latency))
+        #expect((runs[1].start - runs[0].start - runs[0].count) >= rate / 10, "the pause lasted")
+    }
+
+    @Test("flush drops what is queued; what follows plays right after")
+    func flush() throws {
+        let first = counterSignal(frames: rate * 2, channels: 2)
+        let second = first.map { -$0 }
+        let recorder = try PipeSinkRecorder(rate: rate, channels: 2)
+        let output = PulseAudioOutputAdapter(options: pulseOptions(device: recorder.sinkName, latency: latency))
+        try output.configure(sampleRate: Double(rate), channels: 2)
+        #expect(output.write(first, frameCount: rate * 2) == rate * 2)
+        try output.start()
+        try waitUntilHeard(output, Int64(rate / 2))
+        output.flush()
+        let heardAtFlush = output.framesPlayed
+        #expect(output.write(second, frameCount: rate / 2) == rate / 2)
+        output.drain()
+        let finalPlayed = output.framesPlayed
+        output.stop()
+        let recording = try recorder.finish()
+        // The recording: a prefix of `first`, then all of `second`'s first half second.
+        let start = try #require(PipeSinkRecorder.offset(of: first, in: recording, channels: 2))
+        var index = start * 2, fromFirst = 0
+        while index < recording.count, fromFirst < first.count, recording[index] == first[fromFirst] { index += 1; fromFirst += 1 }
+        let playedOfFirst = fromFirst / 2
+        print("[flush] \(playedOfFirst) frames of the first signal played; \(Int64(playedOfFirst) - heardAtFlush) after flush()")
+        #expect(playedOfFirst < rate * 2, "the rest of the first signal was dropped")
+        #expect(Int64(playedOfFirst) - heardAtFlush <= Int64(Double(rate) * latency), "flush takes effect within one buffer")
+        let rest = Array(recording[index...].drop { $0 == 0 }.prefix(second.count / 4))
+        #expect(rest.elementsEqual(second.prefix(rest.count)), "the new audio follows, from its first frame")
+        #expect(rest.count == second.count / 4)
+        // Heard = what sounded of the first signal + all of the second: flushed frames never count.
+        #expect(finalPlayed == Int64(playedOfFirst + rate / 2))
+    }
+
+    @Test("volume: the new gain is reached within one buffer, exactly")
+    func volume() throws {
+        let frames = rate * 2
+        let signal = counterSignal(frames: frames, channels: 2)
+        let recorder = try PipeSinkRecorder(rate: rate, channels: 2)
+        let output = PulseAudioOutputAdapter(options: pulseOptions(device: recorder.sinkName, latency: latency))
+        try output.configure(sampleRate: Double(rate), channels: 2)
+        #expect(output.write(signal, frameCount: frames) == frames)
+        try output.start()
+        try waitUntilHeard(output, Int64(rate / 2))
+        output.setVolume(0.5)
+        let heardAtCall = Int(output.framesPlayed)
+        output.drain()
+        output.stop()
+        let recording = try recorder.finish()
+        let start = try #require(PipeSinkRecorder.offset(of: signal, in: recording, channels: 2))
+        let played = Array(recording[(start * 2)..<min(recording.count, (start + frames) * 2)])
+        #expect(played.count == signal.count)
+        guard played.count == signal.count else { return }
+        // Find where the gain became exactly 0.5 for good.
+        var settled = frames
+        while settled > 0, played[(settled - 1) * 2] == signal[(settled - 1) * 2] * 0.5 { settled -= 1 }
+        print("[volume] gain 0.5 exact from frame \(settled); setVolume at heard frame \(heardAtCall)")
+        #expect(settled - heardAtCall <= Int(Double(rate) * latency) * 2, "audible within one buffer (plus the ramp across it)")
+        #expect(Array(played[0..<(heardAtCall * 2)]) == Array(signal[0..<(heardAtCall * 2)]), "unchanged before the call")
+        #expect(settled < frames / 2 + rate / 5)
+    }
+
+    @Test("server lost mid-play: an error event, reconnection, and every frame heard in the end")
+    func serverLost() async throws {
+        let frames = rate * 3
+        let signal = counterSignal(frames: frames, channels: 2)
+        let output = PulseAudioOutputAdapter(options: pulseOptions(latency: latency))  // the default sink
+        try output.configure(sampleRate: Double(rate), channels: 2)
+        #expect(output.write(signal, frameCount: frames) == frames)
+        try output.start()
+        try waitUntilHeard(output, Int64(rate / 2))
+        let events = Task {
+            var seen: [AudioOutputEvent] = []
+            for await event in output.events {
+                seen.append(event)
+                if case .reconnected = event { break }
+            }
+            return seen
+        }
+        try PulseTestServer.control("kill")
+        try PulseTestServer.control("start")
+        let seen = await events.value
+        #expect(seen.contains { if case .error(let e) = $0 { e.category == .ioError } else { false } })
+        let reconnected = seen.compactMap { if case .reconnected(let frame) = $0 { frame } else { nil } }.first
+        #expect(reconnected != nil)
+        print("[server lost] events: \(seen); resumed from heard frame \(reconnected ?? -1)")
+        output.drain()
+        #expect(output.framesPlayed == Int64(frames), "everything written was heard, across the restart")
+        output.stop()
+    }
+}
