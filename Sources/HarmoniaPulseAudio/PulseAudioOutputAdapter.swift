@@ -360,7 +360,7 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
         wait(for: pa_stream_flush(stream, operationDone, Unmanaged.passUnretained(self).toOpaque()))
         wait(for: pa_stream_update_timing_info(stream, operationDone, Unmanaged.passUnretained(self).toOpaque()))
         if let timing = pa_stream_get_timing_info(stream), timing.pointee.write_index_corrupt == 0 {
-            rt.rewind(to: rt.streamOrigin + timing.pointee.write_index / Int64(channels * 4))
+            rt.flushed(playedUpTo: lastPosition, writeIndex: rt.streamOrigin + timing.pointee.write_index / Int64(channels * 4))
         }
     }
 

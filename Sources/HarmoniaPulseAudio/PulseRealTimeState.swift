@@ -180,15 +180,20 @@ final class PulseRealTimeState: @unchecked Sendable {
         return max(0, position - silence)
     }
 
-    /// After a flush: the stream's write index is `position`; later entries go.
-    func rewind(to position: Int64) {
-        while silenceCount > 0, silenceStarts[silenceCount - 1] >= position { silenceCount -= 1 }
+    /// After a flush: the stream had played up to `played`; its write index is
+    /// now `writeIndex`. Whatever lay between was dropped by the server (some
+    /// of it from the sink's own queue) and counts as never heard; what the
+    /// callback writes next is heard from `writeIndex` on.
+    func flushed(playedUpTo played: Int64, writeIndex: Int64) {
+        while silenceCount > 0, silenceStarts[silenceCount - 1] >= played { silenceCount -= 1 }
         if silenceCount > 0 {
             let last = silenceCount - 1
-            silenceLengths[last] = min(silenceLengths[last], position - silenceStarts[last])
+            silenceLengths[last] = min(silenceLengths[last], played - silenceStarts[last])
         }
-        realFramesWritten = realFrames(playedUpTo: position)
-        streamFramesWritten = position
+        let end = max(writeIndex, played)
+        if end > played { logSilence(at: played, frames: end - played) }
+        streamFramesWritten = end
+        realFramesWritten = realFrames(playedUpTo: end)
         replayFrom = 0
         replayTo = 0
         hadRealData = false
