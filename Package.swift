@@ -61,6 +61,10 @@ let package = Package(
 
         // MARK: Test support and tests (mirroring the source targets)
         .target(
+            name: "CMallocCounter",
+            path: "Tests/CMallocCounter"
+        ),
+        .target(
             name: "HarmoniaTestSupport",
             dependencies: ["HarmoniaCore"],
             path: "Tests/HarmoniaTestSupport"
@@ -75,7 +79,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HarmoniaPulseAudioTests",
-            dependencies: ["HarmoniaCore", "HarmoniaPulseAudio", "HarmoniaFFmpeg", "HarmoniaTestSupport"]
+            dependencies: ["HarmoniaCore", "HarmoniaPulseAudio", "HarmoniaFFmpeg", "HarmoniaTestSupport", "CMallocCounter"]
         ),
         .testTarget(
             name: "HarmoniaPlayTests",

@@ -9,6 +9,11 @@ import CPulseAudio
 import HarmoniaCore
 import Synchronization
 
+/// A probe around each write callback, for tests that count what happens
+/// inside it (allocations). nil in production: one load per callback.
+public typealias PulseCallbackProbe = @convention(c) (Int32) -> Void
+nonisolated(unsafe) public var pulseWriteCallbackProbe: PulseCallbackProbe?
+
 final class PulseRealTimeState: @unchecked Sendable {
     let ring: SPSCRingBuffer
     let channels: Int
@@ -39,6 +44,9 @@ final class PulseRealTimeState: @unchecked Sendable {
     var replayTo: Int64 = 0
     /// The main loop, signalled when a drain empties the ring or an underrun happens.
     var mainloop: OpaquePointer?
+    /// Largest write that fits one tile of libpulse's shared-memory pool
+    /// (whole frames): a larger `pa_stream_begin_write` gets a malloc'ed block.
+    var maxChunkFrames = 4096
 
     /// Silence the callback inserted, as (start, length) in stream frames,
     /// newest last; older entries fold into `silenceBeforeLog`.
@@ -84,9 +92,9 @@ final class PulseRealTimeState: @unchecked Sendable {
         var remaining = nbytes / frameBytes
         while remaining > 0 {
             var data: UnsafeMutableRawPointer? = nil
-            var size = remaining * frameBytes
+            var size = min(remaining, maxChunkFrames) * frameBytes
             guard pa_stream_begin_write(stream, &data, &size) >= 0, let data, size >= frameBytes else { return }
-            let frames = min(size / frameBytes, remaining)
+            let frames = min(size / frameBytes, remaining, maxChunkFrames)
             let out = data.assumingMemoryBound(to: Float.self)
             var got = 0
             // 1. Audio lost with a previous server, sent again.
