@@ -59,7 +59,7 @@ test-asan: deps swift
 # TSan exits non-zero (66) on any report.
 test-tsan: deps swift
 	$(WITH_PULSE) HARMONIA_TSAN=1 $(SWIFT) test --sanitize=thread --scratch-path .build-tsan \
-	  --filter 'SPSCRingBuffer|PulseAudioOutputAdapter' || status=$$?; \
+	  --filter 'SPSCRingBuffer|NullAudioOutput|PulseAudioOutputAdapterTests|PulseAudioBehaviourTests' || status=$$?; \
 	  bash Tests/pulse-test-server.sh stop $(PULSE_DIR); exit $$status
 
 clean:

@@ -113,8 +113,9 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
             lastPosition = 0
             lastHeard = 0
             reportedUnderruns = 0
-            // The stream opens on start(), once the ring holds audio (see openStream).
-            if started { try openStream(); if !paused { setPlaying(true) } }
+            // Stopped until start(): the stream opens then, once the ring holds audio.
+            started = false
+            paused = false
             startSupervisorIfNeeded()
         }
     }
@@ -359,11 +360,16 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
         timingTimer = nil
     }
 
+    /// Also un-starves the stream: when the callback found the ring empty and
+    /// wrote nothing (before the first frames, or while corked), libpulse
+    /// does not ask again until the server consumes something, and the
+    /// server waits for data. Same thread as the write callback, lock held.
     fileprivate func timingTimerDidFire() {
         guard let stream, let context, let timer = timingTimer else { return }
-        if pa_stream_get_state(stream) == PA_STREAM_READY,
-           let operation = pa_stream_update_timing_info(stream, nil, nil) {
-            pa_operation_unref(operation)
+        if pa_stream_get_state(stream) == PA_STREAM_READY {
+            if let operation = pa_stream_update_timing_info(stream, nil, nil) { pa_operation_unref(operation) }
+            let writable = pa_stream_writable_size(stream)
+            if let rt, writable > 0, writable != Int.max, rt.ring.readableFrames > 0 { rt.fill(stream, writable) }
         }
         pa_context_rttime_restart(context, timer, pa_rtclock_now() + 100_000)
     }

@@ -107,6 +107,7 @@ final class PulseRealTimeState: @unchecked Sendable {
             }
             // 2. The ring.
             got += ring.read(into: out + got * channels, frames: frames - got)
+            if got > 0 { hadRealData = true }
             if got < frames {
                 if !playing || draining {
                     // Corked (prefilling) or draining: write only what exists.
@@ -127,7 +128,6 @@ final class PulseRealTimeState: @unchecked Sendable {
                 }
             }
             let written = (got < frames && (!playing || draining)) ? got : frames
-            if got > 0 { hadRealData = true }
             applyGain(out, frames: written)
             remember(out, frames: written)
             pa_stream_write(stream, data, written * frameBytes, nil, 0, PA_SEEK_RELATIVE)

@@ -138,6 +138,57 @@ struct PulseAudioBehaviourTests {
         #expect(settled < frames / 2 + rate / 5)
     }
 
+    @Test("an underrun: silence while the ring is dry, counted and reported; then the audio goes on, nothing lost")
+    func underrunRecovery() async throws {
+        let signal = counterSignal(frames: rate, channels: 2)
+        let recorder = try PipeSinkRecorder(rate: rate, channels: 2)
+        let output = PulseAudioOutputAdapter(options: pulseOptions(device: recorder.sinkName, latency: latency))
+        try output.configure(sampleRate: Double(rate), channels: 2)
+        let half = rate / 2
+        #expect(output.write(signal, frameCount: half) == half)
+        let reported = Task { () -> Int? in
+            for await event in output.events { if case .underrun(let count) = event { return count } }
+            return nil
+        }
+        try output.start()
+        try waitUntilHeard(output, Int64(half))                   // the ring ran dry: silence now
+        MonotonicClockAdapter().sleep(nanoseconds: 300_000_000)
+        #expect(output.underrunCount == 1)
+        #expect(await reported.value == 1, "reported as an event, off the real-time thread")
+        #expect(output.framesPlayed == Int64(half), "silence is not counted as heard")
+        let rest = Array(signal[(half * 2)...])
+        #expect(output.write(rest, frameCount: half) == half)
+        output.drain()
+        #expect(output.framesPlayed == Int64(rate))
+        output.stop()
+        let recording = try recorder.finish()
+        let runs = loudRuns(recording, channels: 2).filter { $0.count > 1 }
+        #expect(runs.count == 2)
+        if runs.count == 2 {
+            let played = Array(recording[(runs[0].start * 2)..<((runs[0].start + runs[0].count) * 2)])
+                + Array(recording[(runs[1].start * 2)..<((runs[1].start + runs[1].count) * 2)])
+            #expect(played.elementsEqual(signal), "every frame, once, in order, around the gap")
+        }
+    }
+
+    @Test("started before any audio: silence until the first frames, then all of them")
+    func startedEmpty() throws {
+        let signal = counterSignal(frames: rate / 2, channels: 2)
+        let recorder = try PipeSinkRecorder(rate: rate, channels: 2)
+        let output = PulseAudioOutputAdapter(options: pulseOptions(device: recorder.sinkName, latency: latency))
+        try output.configure(sampleRate: Double(rate), channels: 2)
+        try output.start()                                         // nothing written yet
+        MonotonicClockAdapter().sleep(nanoseconds: 100_000_000)
+        #expect(output.write(signal, frameCount: rate / 2) == rate / 2)
+        output.drain()
+        #expect(output.framesPlayed == Int64(rate / 2))
+        #expect(output.underrunCount == 0, "silence before the first frame is not an underrun")
+        output.stop()
+        let recording = try recorder.finish()
+        let start = PipeSinkRecorder.offset(of: signal, in: recording, channels: 2)
+        #expect(start.map { recording[($0 * 2)...].starts(with: signal) } == true)
+    }
+
     @Test("server lost mid-play: an error event, reconnection, and every frame heard in the end")
     func serverLost() async throws {
         let frames = rate * 3

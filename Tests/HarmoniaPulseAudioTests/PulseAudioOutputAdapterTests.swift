@@ -81,6 +81,39 @@ struct PulseAudioOutputAdapterTests {
         try playsBitExact("flac_s16_stereo_44k.flac")
     }
 
+    @Test("a rate and channel change between tracks: the same output opens a new stream; both tracks exact")
+    func formatChange() throws {
+        let (stereo, stereoInfo) = try decodeAll("wav_s16_stereo_44k.wav")
+        let (surround, surroundInfo) = try decodeAll("flac_s16_51_48k.flac")
+        let first = try PipeSinkRecorder(rate: 44100, channels: 2)
+        let second = try PipeSinkRecorder(rate: 48000, channels: 6,
+                                          channelMap: "front-left,front-right,front-center,lfe,rear-left,rear-right")
+        defer { _ = try? PulseTestServer.pactl(["set-default-sink", "harmonia_null"]) }
+        // One output on the default sink; each track's stream lands on the
+        // sink that is the default when it opens, so each is recorded alone.
+        let output = PulseAudioOutputAdapter(options: pulseOptions())
+        try PulseTestServer.pactl(["set-default-sink", first.sinkName])
+        try output.configure(sampleRate: stereoInfo.sampleRate, channels: 2)
+        #expect(output.write(stereo, frameCount: stereo.count / 2) == stereo.count / 2)
+        try output.start()
+        output.drain()
+        #expect(output.framesPlayed == Int64(stereo.count / 2))
+        try PulseTestServer.pactl(["set-default-sink", second.sinkName])
+        try output.configure(sampleRate: surroundInfo.sampleRate, channels: 6)   // a new stream, new format
+        #expect(output.framesPlayed == 0)
+        #expect(output.write(surround, frameCount: surround.count / 6) == surround.count / 6)
+        try output.start()
+        output.drain()
+        #expect(output.framesPlayed == Int64(surround.count / 6))
+        output.stop()
+        let a = try first.finish(), b = try second.finish()
+        let offsetA = PipeSinkRecorder.offset(of: stereo, in: a, channels: 2)
+        let offsetB = PipeSinkRecorder.offset(of: surround, in: b, channels: 6)
+        #expect(offsetA.map { a[($0 * 2)...].starts(with: stereo) } == true, "the first track, exact")
+        #expect(offsetB.map { b[($0 * 6)...].starts(with: surround) } == true, "the second track, exact")
+        #expect(output.underrunCount == 0)
+    }
+
     @Test("5.1 at 48 kHz: every channel where it belongs, bit-exact")
     func surroundBitExact() throws {
         try playsBitExact("flac_s16_51_48k.flac", channelMap: "front-left,front-right,front-center,lfe,rear-left,rear-right")

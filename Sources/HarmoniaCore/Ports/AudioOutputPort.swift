@@ -21,9 +21,10 @@ public enum AudioOutputEvent: Sendable, Equatable {
 /// without blocking. Stricter than the reference, whose `render` is called
 /// on the real-time thread and may block.
 public protocol AudioOutputPort: AnyObject, Sendable {
-    /// Sets the format of the frames that follow and drops anything queued.
+    /// Sets the format of the frames that follow, drops anything queued and
+    /// leaves the output stopped: write the new frames, then `start` again.
     /// Called before `start`, and again when rate or channels change (a new
-    /// device stream; the old one stops without a click).
+    /// device stream; call `drain` first so the old one ends on its last frame).
     /// - Throws: `invalidArgument` (rate ≤ 0, channels < 1 or unsupported),
     ///   `ioError` (no server or device; the message says what to do).
     func configure(sampleRate: Double, channels: Int) throws(CoreError)
