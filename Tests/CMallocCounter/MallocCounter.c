@@ -13,6 +13,16 @@
 #endif
 
 static _Atomic uint64_t allocations;
+static _Atomic uint64_t attributed;
+static const char *attribution_library;
+#include <string.h>
+void hc_malloc_counter_attribute_to(const char *library) { attribution_library = library; }
+uint64_t hc_malloc_counter_attributed(void) { return atomic_load(&attributed); }
+static void attribute(void *caller) {
+    Dl_info info;
+    if (attribution_library && dladdr(caller, &info) && info.dli_fname && strstr(info.dli_fname, attribution_library))
+        atomic_fetch_add_explicit(&attributed, 1, memory_order_relaxed);
+}
 static _Atomic uint64_t first_section_allocations;
 static _Thread_local int in_first_section;
 static _Atomic uint64_t sections;
@@ -29,7 +39,7 @@ uint64_t hc_malloc_counter_first_section_allocations(void) { return atomic_load(
 uint64_t hc_malloc_counter_allocations(void) { return atomic_load(&allocations); }
 uint64_t hc_malloc_counter_sections(void) { return atomic_load(&sections); }
 void hc_malloc_counter_reset(void) {
-    atomic_store(&allocations, 0); atomic_store(&first_section_allocations, 0);
+    atomic_store(&allocations, 0); atomic_store(&first_section_allocations, 0); atomic_store(&attributed, 0);
     atomic_store(&sections, 0); atomic_store(&caller_count, 0);
 }
 int hc_malloc_counter_callers(void **out, int capacity) {
@@ -58,7 +68,10 @@ static int stack_depth[4];
     else { atomic_fetch_add_explicit(&allocations, 1, memory_order_relaxed); } \
     int slot = atomic_fetch_add_explicit(&caller_count, 1, memory_order_relaxed); \
     if (slot < HC_CALLERS) callers[slot] = __builtin_return_address(0); \
-    if (slot < 4) { int was = inside; inside = 0; stack_depth[slot] = backtrace(stacks[slot], 10); inside = was; } } } while (0)
+    int was = inside; inside = 0; \
+    attribute(__builtin_return_address(0)); \
+    if (slot < 4) { stack_depth[slot] = backtrace(stacks[slot], 10); } \
+    inside = was; } } while (0)
 
 void *malloc(size_t size) { count(); return __libc_malloc(size); }
 void *calloc(size_t n, size_t size) { count(); return __libc_calloc(n, size); }

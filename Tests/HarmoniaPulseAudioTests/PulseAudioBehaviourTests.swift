@@ -36,7 +36,8 @@ func counterSignal(frames: Int, channels: Int) -> [Float] {
     (0..<(frames * channels)).map { i in Float(1 + (i / channels) % 30000) / 32768 * (i % channels == 0 ? 1 : -1) }
 }
 
-@Suite("PulseAudioOutputAdapter behaviour", .serialized, .enabled(if: PulseTestServer.directory != nil, "needs the private PulseAudio server 'make test' starts"))
+extension PulseAudioTests {
+@Suite("PulseAudioOutputAdapter behaviour")
 struct PulseAudioBehaviourTests {
     let rate = 48000
     let latency = 0.05
@@ -217,4 +218,5 @@ struct PulseAudioBehaviourTests {
         #expect(output.framesPlayed == Int64(frames), "everything written was heard, across the restart")
         output.stop()
     }
+}
 }

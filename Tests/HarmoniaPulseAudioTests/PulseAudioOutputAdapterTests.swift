@@ -24,7 +24,13 @@ func pulseOptions(device: String? = nil, latency: Double = 0.05) -> PulseAudioOu
     PulseAudioOutputAdapter.Options(latency: latency, device: device, server: PulseTestServer.address, ringFrames: 1 << 18)
 }
 
-@Suite("PulseAudioOutputAdapter", .serialized, .enabled(if: PulseTestServer.directory != nil, "needs the private PulseAudio server 'make test' starts"))
+/// Every test that talks to the private server, one at a time: one of them
+/// kills and restarts the server, another switches its default sink.
+@Suite("PulseAudio", .serialized, .enabled(if: PulseTestServer.directory != nil, "needs the private PulseAudio server 'make test' starts"))
+struct PulseAudioTests {}
+
+extension PulseAudioTests {
+@Suite("PulseAudioOutputAdapter")
 struct PulseAudioOutputAdapterTests {
     @Test("no server reachable: ioError saying how to start one or choose another output")
     func noServer() {
@@ -118,4 +124,5 @@ struct PulseAudioOutputAdapterTests {
     func surroundBitExact() throws {
         try playsBitExact("flac_s16_51_48k.flac", channelMap: "front-left,front-right,front-center,lfe,rear-left,rear-right")
     }
+}
 }

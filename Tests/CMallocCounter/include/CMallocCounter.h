@@ -23,6 +23,11 @@ void hc_malloc_counter_reset(void);
 /// (counted apart: `hc_malloc_counter_allocations` counts the later ones).
 uint64_t hc_malloc_counter_first_section_allocations(void);
 
+/// Of all counted allocations, those whose caller of malloc lies in a shared
+/// object whose path contains `library` (set before counting; e.g. "libpulse").
+void hc_malloc_counter_attribute_to(const char *library);
+uint64_t hc_malloc_counter_attributed(void);
+
 /// Return addresses of the first counted allocations (up to `capacity`);
 /// returns how many were recorded.
 int hc_malloc_counter_callers(void **out, int capacity);
