@@ -12,6 +12,8 @@
 #  endif
 #endif
 
+static void *stacks[4][10];
+static int stack_depth[4];
 static _Atomic uint64_t allocations;
 static _Atomic uint64_t attributed;
 static const char *attribution_library;
@@ -61,8 +63,6 @@ extern void *__libc_realloc(void *, size_t);
 extern void __libc_free(void *);
 extern void *__libc_memalign(size_t, size_t);
 
-static void *stacks[4][10];
-static int stack_depth[4];
 #define count() do { if (inside) { \
     if (in_first_section) { atomic_fetch_add_explicit(&first_section_allocations, 1, memory_order_relaxed); } \
     else { atomic_fetch_add_explicit(&allocations, 1, memory_order_relaxed); } \

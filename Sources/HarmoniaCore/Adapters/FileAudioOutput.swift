@@ -48,6 +48,7 @@ public final class FileAudioOutput: AudioOutputPort, @unchecked Sendable {
             throw .invalidArgument("\(path): sample rate \(sampleRate) and channels \(channels) must be positive")
         }
         try lock.withLock { () throws(CoreError) in
+            running = false  // as the port says: stopped until start()
             if let format {
                 guard format.rate == sampleRate && format.channels == channels else {
                     throw .invalidArgument("\(path): the file is \(Int(format.rate)) Hz, \(format.channels) ch; "

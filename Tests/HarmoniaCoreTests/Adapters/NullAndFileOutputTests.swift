@@ -150,7 +150,8 @@ struct FileAudioOutputTests {
         #expect(output.write([0.5], frameCount: 1) == 1)
         output.stop()
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == [Float(0.25), -0.5, 0.5].withUnsafeBytes { Data($0) })
-        try output.configure(sampleRate: 48000, channels: 1)      // same format: fine
+        try output.configure(sampleRate: 48000, channels: 1)      // same format: fine, and stopped
+        #expect(output.write([0.5], frameCount: 1) == 0)
         #expect(throws: CoreError.self) { try output.configure(sampleRate: 44100, channels: 1) }
         let missing = FileAudioOutput(path: "/nonexistent-folder/x.wav")
         #expect(throws: CoreError.notFound("/nonexistent-folder/x.wav: cannot create the output file (No such file or directory)")) {
