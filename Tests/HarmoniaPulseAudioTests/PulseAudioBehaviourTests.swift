@@ -42,9 +42,9 @@ struct PulseAudioBehaviourTests {
     let rate = 48000
     let latency = 0.05
 
-    @Test("pause: silent within one buffer; resume: the exact next frame, none lost or repeated")
-    func pauseResume() throws {
-        let frames = rate * 2
+    /// A counter signal of `frames` queued on an output that records through
+    /// a pipe sink, playing, half a second of it heard.
+    func playingCounterSignal(frames: Int) throws -> ([Float], PipeSinkRecorder, PulseAudioOutputAdapter) {
         let signal = counterSignal(frames: frames, channels: 2)
         let recorder = try PipeSinkRecorder(rate: rate, channels: 2)
         let output = PulseAudioOutputAdapter(options: pulseOptions(device: recorder.sinkName, latency: latency))
@@ -52,6 +52,13 @@ struct PulseAudioBehaviourTests {
         #expect(output.write(signal, frameCount: frames) == frames)
         try output.start()
         try waitUntilHeard(output, Int64(rate / 2))
+        return (signal, recorder, output)
+    }
+
+    @Test("pause: silent within one buffer; resume: the exact next frame, none lost or repeated")
+    func pauseResume() throws {
+        let frames = rate * 2
+        let (signal, recorder, output) = try playingCounterSignal(frames: frames)
         output.pause()
         let heardAtPause = output.framesPlayed
         MonotonicClockAdapter().sleep(nanoseconds: 200_000_000)      // 200 ms of pause
@@ -78,14 +85,8 @@ struct PulseAudioBehaviourTests {
 
     @Test("flush drops what is queued; what follows plays right after")
     func flush() throws {
-        let first = counterSignal(frames: rate * 2, channels: 2)
+        let (first, recorder, output) = try playingCounterSignal(frames: rate * 2)
         let second = first.map { -$0 }
-        let recorder = try PipeSinkRecorder(rate: rate, channels: 2)
-        let output = PulseAudioOutputAdapter(options: pulseOptions(device: recorder.sinkName, latency: latency))
-        try output.configure(sampleRate: Double(rate), channels: 2)
-        #expect(output.write(first, frameCount: rate * 2) == rate * 2)
-        try output.start()
-        try waitUntilHeard(output, Int64(rate / 2))
         output.flush()
         let heardAtFlush = output.framesPlayed
         #expect(output.write(second, frameCount: rate / 2) == rate / 2)
@@ -114,13 +115,7 @@ struct PulseAudioBehaviourTests {
     @Test("volume: the new gain is reached within one buffer, exactly")
     func volume() throws {
         let frames = rate * 2
-        let signal = counterSignal(frames: frames, channels: 2)
-        let recorder = try PipeSinkRecorder(rate: rate, channels: 2)
-        let output = PulseAudioOutputAdapter(options: pulseOptions(device: recorder.sinkName, latency: latency))
-        try output.configure(sampleRate: Double(rate), channels: 2)
-        #expect(output.write(signal, frameCount: frames) == frames)
-        try output.start()
-        try waitUntilHeard(output, Int64(rate / 2))
+        let (signal, recorder, output) = try playingCounterSignal(frames: frames)
         output.setVolume(0.5)
         let heardAtCall = Int(output.framesPlayed)
         output.drain()
