@@ -78,7 +78,6 @@ final class FFmpegDecodeSession {
     private var flushedDecoder = false
     private var lastFrameHadTimestamp = true
     private var consecutiveErrors = 0
-    private(set) var skippedPackets = 0
     /// How often the converter was set up, and the output buffer grown: once
     /// each for a stream whose format never changes (the loop reuses both).
     private(set) var converterConfigurations = 0
@@ -421,7 +420,7 @@ final class FFmpegDecodeSession {
     private func skipCorrupt(_ error: FFmpegError) throws(CoreError) {
         let at = Self.time(nextDecodedPosition ?? position, sampleRate)
         consecutiveErrors += 1
-        skippedPackets += 1  // the next good frame's timestamp shows the gap
+        // The next good frame's timestamp shows the gap (filled with silence).
         logger.warn("\(input.url): skipped corrupt data near \(at) (\(error))")
         if consecutiveErrors >= 64 || origin == nil {
             throw .decodeError("\(input.url): corrupt data near \(at) that the decoder cannot get past (\(error.text))")

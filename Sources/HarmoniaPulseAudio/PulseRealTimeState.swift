@@ -31,8 +31,6 @@ final class PulseRealTimeState: @unchecked Sendable {
     /// `streamOrigin`, so its own write index is streamFramesWritten − streamOrigin.
     var streamFramesWritten: Int64 = 0
     var streamOrigin: Int64 = 0
-    /// Frames of real (ring) audio written to this stream.
-    var realFramesWritten: Int64 = 0
     /// The callback has written real audio since the last underrun or flush.
     private var hadRealData = false
     /// Gain applied now, and the target `setVolume` asks for (ramped per buffer).
@@ -132,7 +130,6 @@ final class PulseRealTimeState: @unchecked Sendable {
             remember(out, frames: written)
             pa_stream_write(stream, data, written * frameBytes, nil, 0, PA_SEEK_RELATIVE)
             streamFramesWritten += Int64(written)
-            realFramesWritten += Int64(min(got, written))
             remaining -= written
             if written < frames { return }
         }
@@ -201,7 +198,6 @@ final class PulseRealTimeState: @unchecked Sendable {
         let end = max(writeIndex, played)
         if end > played { logSilence(at: played, frames: end - played) }
         streamFramesWritten = end
-        realFramesWritten = realFrames(playedUpTo: end)
         replayFrom = 0
         replayTo = 0
         hadRealData = false

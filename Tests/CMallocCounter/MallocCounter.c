@@ -29,8 +29,6 @@ static _Atomic uint64_t first_section_allocations;
 static _Thread_local int in_first_section;
 static _Atomic uint64_t sections;
 static _Thread_local int inside;
-#define HC_CALLERS 16
-static void *callers[HC_CALLERS];
 static _Atomic int caller_count;
 
 void hc_malloc_counter_mark(int value) {
@@ -44,13 +42,7 @@ void hc_malloc_counter_reset(void) {
     atomic_store(&allocations, 0); atomic_store(&first_section_allocations, 0); atomic_store(&attributed, 0);
     atomic_store(&sections, 0); atomic_store(&caller_count, 0);
 }
-int hc_malloc_counter_callers(void **out, int capacity) {
-    int n = atomic_load(&caller_count);
-    if (n > HC_CALLERS) n = HC_CALLERS;
-    if (n > capacity) n = capacity;
-    for (int i = 0; i < n; i++) out[i] = callers[i];
-    return n;
-}
+
 
 #ifdef HC_SANITIZED
 const int hc_malloc_counter_active = 0;
@@ -67,7 +59,6 @@ extern void *__libc_memalign(size_t, size_t);
     if (in_first_section) { atomic_fetch_add_explicit(&first_section_allocations, 1, memory_order_relaxed); } \
     else { atomic_fetch_add_explicit(&allocations, 1, memory_order_relaxed); } \
     int slot = atomic_fetch_add_explicit(&caller_count, 1, memory_order_relaxed); \
-    if (slot < HC_CALLERS) callers[slot] = __builtin_return_address(0); \
     int was = inside; inside = 0; \
     attribute(__builtin_return_address(0)); \
     if (slot < 4) { stack_depth[slot] = backtrace(stacks[slot], 10); } \

@@ -28,10 +28,6 @@ uint64_t hc_malloc_counter_first_section_allocations(void);
 void hc_malloc_counter_attribute_to(const char *library);
 uint64_t hc_malloc_counter_attributed(void);
 
-/// Return addresses of the first counted allocations (up to `capacity`);
-/// returns how many were recorded.
-int hc_malloc_counter_callers(void **out, int capacity);
-
 /// The call stack of counted allocation `which` (0…3), for diagnosis.
 int hc_malloc_counter_stack(int which, void **out, int capacity);
 
