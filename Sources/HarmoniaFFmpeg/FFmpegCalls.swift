@@ -23,7 +23,6 @@ struct FFmpegError: Error, CustomStringConvertible {
     var description: String { "\(function) failed: \(text) (\(code))" }
 
     var isEOF: Bool { code == hc_averror_eof() }
-    var isAgain: Bool { code == hc_averror(EAGAIN) }
     var isInvalidData: Bool { code == hc_averror_invaliddata() }
     /// The POSIX errno behind the code, when it is one (AVERROR(e) == -e).
     /// A bare -1 is not EPERM: demuxers return it as "failed", for no reason.

@@ -17,6 +17,13 @@ public struct FFmpegTagReaderAdapter: TagReaderPort {
     public init() {}
 
     public func read(url: String) throws(CoreError) -> TagBundle {
+        try readWithStreamInfo(url: url).tags
+    }
+
+    /// The tags and the decoder's `StreamInfo` (bit depth, exact frame count)
+    /// from one open of `url`, for callers that want both (`harmonia-play info`).
+    /// - Throws: as `read(url:)`.
+    public func readWithStreamInfo(url: String) throws(CoreError) -> (tags: TagBundle, stream: StreamInfo) {
         let session = try FFmpegDecodeSession(url: url, logger: NoopLoggerAdapter())
         defer { session.close() }
         let input = session.input
@@ -37,7 +44,7 @@ public struct FFmpegTagReaderAdapter: TagReaderPort {
            !(url.hasPrefix("http:") || url.hasPrefix("https:")) {
             tags.fileSize = Int(avio_size(io))
         }
-        return tags
+        return (tags, info)
     }
 
     /// Maps FFmpeg's normalised metadata keys to TagBundle fields.

@@ -23,15 +23,11 @@ struct InfoCommand: ParsableCommand {
     var inputs: [String]
 
     func run() throws {
-        let decoder = FFmpegDecoderAdapter()
         let tagReader = FFmpegTagReaderAdapter()
         var failed = false
         for input in inputs {
             do {
-                let tags = try tagReader.read(url: input)
-                let handle = try decoder.open(url: input)
-                defer { decoder.close(handle) }
-                let stream = try decoder.info(handle)
+                let (tags, stream) = try tagReader.readWithStreamInfo(url: input)
                 let fields = Self.fields(url: input, tags: tags, stream: stream)
                 if json {
                     Console.out(JSONValue.object(fields).serialized)

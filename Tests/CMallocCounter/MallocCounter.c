@@ -83,10 +83,6 @@ const char *hc_symbol_name(void *address) {
     Dl_info info;
     return dladdr(address, &info) && info.dli_sname ? info.dli_sname : "?";
 }
-const char *hc_object_name(void *address) {
-    Dl_info info;
-    return dladdr(address, &info) && info.dli_fname ? info.dli_fname : "?";
-}
 
 int hc_malloc_counter_stack(int which, void **out, int capacity) {
     if (which < 0 || which >= 4) return 0;

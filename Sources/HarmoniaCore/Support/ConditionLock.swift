@@ -46,14 +46,6 @@ public final class ConditionLock: @unchecked Sendable {
         pthread_cond_wait(condition, mutex)
     }
 
-    /// Waits for a `broadcast` or until the monotonic clock reaches
-    /// `deadline` nanoseconds. Returns false on time-out. Call only inside `withLock`.
-    @discardableResult
-    public func wait(untilMonotonic deadline: UInt64) -> Bool {
-        var ts = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
-        return pthread_cond_timedwait(condition, mutex, &ts) != ETIMEDOUT
-    }
-
     /// Wakes every waiter.
     public func broadcast() {
         pthread_cond_broadcast(condition)

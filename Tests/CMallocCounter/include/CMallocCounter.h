@@ -31,8 +31,7 @@ uint64_t hc_malloc_counter_attributed(void);
 /// The call stack of counted allocation `which` (0…3), for diagnosis.
 int hc_malloc_counter_stack(int which, void **out, int capacity);
 
-/// The symbol and object containing `address` (dladdr), "?" when unknown.
+/// The symbol containing `address` (dladdr), "?" when unknown.
 const char *hc_symbol_name(void *address);
-const char *hc_object_name(void *address);
 
 #endif
