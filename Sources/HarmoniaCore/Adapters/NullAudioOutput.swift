@@ -9,6 +9,8 @@ import Foundation
 ///   `ManualClock` it is deterministic: each `advance` by a period plays one
 ///   period. Underruns happen as on a device when the ring runs dry.
 /// - `.asFastAsPossible`: `write` plays the frames at once (no ring, no thread).
+/// - `.manual`: frames play only when the owner calls `advance(frames:)`
+///   (no thread): a test or the vector runner moves the device's time itself.
 ///
 /// Threads: as the port says. The consumer thread only reads the ring and
 /// bumps counters; events are yielded from it (it is not a real device
@@ -17,6 +19,7 @@ public final class NullAudioOutput: AudioOutputPort, @unchecked Sendable {
     public enum Pace: Sendable {
         case realTime(any ClockPort)
         case asFastAsPossible
+        case manual
     }
 
     public let events: AsyncStream<AudioOutputEvent>
@@ -41,6 +44,10 @@ public final class NullAudioOutput: AudioOutputPort, @unchecked Sendable {
     private var played: Int64 = 0
     private var underruns = 0
     private var hadData = false
+    /// `.manual` pace: the fraction of a frame `advance(seconds:)` owes, and
+    /// a scratch buffer for frames played without a destination.
+    private var manualRemainder = 0.0
+    private var manualScratch: [Float] = []
 
     /// - Parameters:
     ///   - periodFrames: frames consumed per period in real-time pace.
@@ -132,6 +139,48 @@ public final class NullAudioOutput: AudioOutputPort, @unchecked Sendable {
     public func setVolume(_ volume: Float) { lock.withLock { self.volume = min(max(volume, 0), 1) } }
 
     public var framesPlayed: Int64 { lock.withLock { played } }
+
+    /// `.manual` pace: plays up to `frames` queued frames as a device would
+    /// (nothing while stopped or paused), copying them to `destination`
+    /// (`frames × channels` floats) when given. Returns the frames played;
+    /// fewer than asked after some audio is an underrun, reported as an event.
+    @discardableResult
+    public func advance(frames: Int, into destination: UnsafeMutablePointer<Float>? = nil) -> Int {
+        var event: AudioOutputEvent?
+        let got = lock.withLock { () -> Int in
+            guard case .manual = pace, running, !paused, let ring, frames > 0 else { return 0 }
+            let got: Int
+            if let destination {
+                got = ring.read(into: destination, frames: frames)
+            } else {
+                got = ring.discardForManualAdvance(frames: frames, scratch: &manualScratch)
+            }
+            played += Int64(got)
+            if got > 0 { hadData = true }
+            if got < frames && hadData && ring.framesWritten > 0 {
+                underruns += 1
+                hadData = false
+                event = .underrun(count: underruns)
+            }
+            lock.broadcast()
+            return got
+        }
+        if let event { continuation.yield(event) }
+        return got
+    }
+
+    /// `.manual` pace: plays `seconds` worth of frames at the configured rate.
+    @discardableResult
+    public func advance(seconds: Double) -> Int {
+        let frames = lock.withLock { () -> Int in
+            guard sampleRate > 0 else { return 0 }
+            let exact = seconds * sampleRate + manualRemainder
+            let whole = exact.rounded(.down)
+            manualRemainder = exact - whole
+            return Int(whole)
+        }
+        return advance(frames: frames)
+    }
     public var underrunCount: Int { lock.withLock { underruns } }
 
     /// The consumer: one period per period of clock time, like a device.
@@ -170,5 +219,13 @@ public final class NullAudioOutput: AudioOutputPort, @unchecked Sendable {
             }
             if let event { continuation.yield(event) }
         }
+    }
+}
+
+extension SPSCRingBuffer {
+    /// Reads and drops up to `frames` frames through `scratch`.
+    fileprivate func discardForManualAdvance(frames: Int, scratch: inout [Float]) -> Int {
+        if scratch.count < frames * channels { scratch = [Float](repeating: 0, count: frames * channels) }
+        return scratch.withUnsafeMutableBufferPointer { read(into: $0.baseAddress!, frames: frames) }
     }
 }

@@ -46,6 +46,14 @@ public final class ConditionLock: @unchecked Sendable {
         pthread_cond_wait(condition, mutex)
     }
 
+    /// Runs `body` with the mutex released; call only inside `withLock`.
+    /// For a thread that must not hold the lock across slow work (I/O).
+    public func withLockReleased<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        pthread_mutex_unlock(mutex)
+        defer { pthread_mutex_lock(mutex) }
+        return try body()
+    }
+
     /// Wakes every waiter.
     public func broadcast() {
         pthread_cond_broadcast(condition)

@@ -1,7 +1,8 @@
-// ManualClock: a ClockPort whose time moves only when a test says so.
-import HarmoniaCore
+// ManualClock — specs/ports.md §ClockPort
+//
+// A ClockPort whose time moves only when its owner says so.
 
-/// A `ClockPort` for deterministic tests. `now()` returns the time set by
+/// A `ClockPort` for deterministic tests and the vector runner. `now()` returns the time set by
 /// `advance(by:)`; `sleep(until:)` blocks the calling thread until a test
 /// advances the clock past the deadline. Thread-safe.
 public final class ManualClock: ClockPort, @unchecked Sendable {

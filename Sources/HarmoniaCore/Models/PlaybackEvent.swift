@@ -1,0 +1,50 @@
+// PlaybackEvent — specs/models.md §PlaybackEvent
+
+/// Why a track stopped sounding.
+public enum TrackEndReason: String, Sendable, Codable, Equatable, CaseIterable {
+    /// The listener heard it to its end (or its range's end).
+    case finished
+    /// `next`, `previous`, `jump`, `load` or a queue edit moved away from it.
+    case skipped
+    /// `stop()`.
+    case stopped
+    /// It could not be decoded further; an `error` event said why.
+    case failed
+}
+
+/// What a playback service reports, in the order it happened. Track and
+/// position events follow what the listener hears, not what was decoded.
+public enum PlaybackEvent: Sendable, Equatable {
+    case stateChanged(PlaybackState)
+    /// The listener reached the first frame of `track`, at queue `index`
+    /// (also sent when `load` or `jump` makes a track current).
+    case trackStarted(index: Int, track: Track)
+    case trackEnded(index: Int?, track: Track, reason: TrackEndReason)
+    /// The heard position, every `PlaybackConfiguration.positionInterval` while playing.
+    case position(seconds: Double, duration: Double)
+    /// A seek finished: the next frame the listener hears is at `seconds`.
+    case seekCompleted(seconds: Double)
+    case volumeChanged(Float)
+    /// The queue's entries, order, repeat or shuffle changed.
+    case queueChanged
+    /// The output ran dry while more audio was due (`count` so far).
+    case underrun(count: Int)
+    /// Something failed; `url` names the track concerned (nil for output errors).
+    /// The queue goes on where it can.
+    case error(CoreError, url: String?)
+
+    /// The event's name as used in JSON event streams.
+    public var name: String {
+        switch self {
+        case .stateChanged: "state_changed"
+        case .trackStarted: "track_started"
+        case .trackEnded: "track_ended"
+        case .position: "position"
+        case .seekCompleted: "seeked"
+        case .volumeChanged: "volume_changed"
+        case .queueChanged: "queue_changed"
+        case .underrun: "underrun"
+        case .error: "error"
+        }
+    }
+}

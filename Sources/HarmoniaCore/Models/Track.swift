@@ -1,0 +1,58 @@
+// Track — specs/models.md §Track
+import Foundation
+
+/// One entry of a play queue as an application shows it: where the audio is,
+/// what it is called and how long it lasts.
+///
+/// `start`/`end` make a track a part of its file (a CUE sheet's track, or a
+/// range given on the command line): it plays frames `[start, end)` and its
+/// times (`duration`, positions, seeks) are measured from `start`.
+/// Each value has its own `id`, so the same file queued twice is two tracks.
+public struct Track: Sendable, Equatable, Hashable, Codable, Identifiable {
+    public let id: UUID
+    /// Local path, `file://` URL or network URL, as given to the decoder.
+    public var url: String
+    public var title: String?
+    public var artist: String?
+    public var album: String?
+    /// Seconds this track plays (the range's length for a ranged track);
+    /// `nil` until the file has been read.
+    public var duration: Double?
+    /// Embedded cover art (JPEG or PNG bytes), when the file carries one.
+    public var artwork: Data?
+    /// Seconds into the file where the track begins; `nil` is the start.
+    public var start: Double?
+    /// Seconds into the file where the track ends; `nil` is the end of the file.
+    public var end: Double?
+
+    public init(url: String, id: UUID = UUID(), title: String? = nil, artist: String? = nil,
+                album: String? = nil, duration: Double? = nil, artwork: Data? = nil,
+                start: Double? = nil, end: Double? = nil) {
+        self.id = id
+        self.url = url
+        self.title = title
+        self.artist = artist
+        self.album = album
+        self.duration = duration
+        self.artwork = artwork
+        self.start = start
+        self.end = end
+    }
+
+    /// Fills the fields the tags carry, keeping any already set (a playlist's
+    /// `#EXTINF` title or a CUE sheet's wins over the file's own tag).
+    /// `duration` becomes the file's length, or the range's when ranged.
+    public func filled(from tags: TagBundle) -> Track {
+        var track = self
+        track.title = title ?? tags.title
+        track.artist = artist ?? tags.artist
+        track.album = album ?? tags.album
+        track.artwork = artwork ?? tags.artworkData
+        if let fileDuration = tags.duration {
+            let from = start ?? 0
+            let to = min(end ?? fileDuration, fileDuration)
+            track.duration = max(0, to - from)
+        }
+        return track
+    }
+}

@@ -1,0 +1,45 @@
+// EventHub — specs/services.md §Events
+
+/// Fans events out to any number of `AsyncStream`s and synchronous observers.
+/// Thread-safe; `emit` never blocks (each stream buffers its newest 1024).
+final class EventHub<Event: Sendable>: @unchecked Sendable {
+    private let lock = ConditionLock()
+    // Guarded by `lock`.
+    private var streams: [Int: AsyncStream<Event>.Continuation] = [:]
+    private var observers: [Int: @Sendable (Event) -> Void] = [:]
+    private var nextID = 0
+
+    func stream() -> AsyncStream<Event> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(1024))
+        let id = lock.withLock { () -> Int in
+            nextID += 1
+            streams[nextID] = continuation
+            return nextID
+        }
+        continuation.onTermination = { [weak self] _ in
+            guard let self else { return }
+            _ = self.lock.withLock { self.streams.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    /// Calls `observer` on the emitting thread for every event; it must return
+    /// quickly and must not call back into the service.
+    func observe(_ observer: @escaping @Sendable (Event) -> Void) {
+        lock.withLock {
+            nextID += 1
+            observers[nextID] = observer
+        }
+    }
+
+    func emit(_ event: Event) {
+        let (streams, observers) = lock.withLock { (Array(self.streams.values), Array(self.observers.values)) }
+        for observer in observers { observer(event) }
+        for continuation in streams { continuation.yield(event) }
+    }
+
+    func finish() {
+        let streams = lock.withLock { Array(self.streams.values) }
+        for continuation in streams { continuation.finish() }
+    }
+}

@@ -1,0 +1,106 @@
+// PlaybackService — specs/services.md §PlaybackService
+
+/// How the queue goes on after its current track.
+public enum RepeatMode: String, Sendable, Codable, CaseIterable {
+    case off, one, all
+}
+
+/// Which ReplayGain tag sets the level.
+public enum ReplayGainMode: String, Sendable, Codable, CaseIterable {
+    case off, track, album
+}
+
+/// ReplayGain as applied by the decode thread — specs/services.md §ReplayGain
+public struct ReplayGainSettings: Sendable, Equatable {
+    public var mode: ReplayGainMode
+    /// Added to the tag's gain, in dB (also applied to files without tags
+    /// when the mode is not `off`).
+    public var preampDB: Double
+    /// Lowers the gain so that the tagged peak does not exceed full scale.
+    public var preventClipping: Bool
+
+    public init(mode: ReplayGainMode = .off, preampDB: Double = 0, preventClipping: Bool = true) {
+        self.mode = mode
+        self.preampDB = preampDB
+        self.preventClipping = preventClipping
+    }
+}
+
+/// Tuning of a playback service. The defaults suit a desktop player.
+public struct PlaybackConfiguration: Sendable {
+    /// Seconds of audio decoded ahead of what the listener hears.
+    public var decodeAhead: Double
+    /// Seconds between `position` events while playing; 0 turns them off.
+    public var positionInterval: Double
+    public var replayGain: ReplayGainSettings
+    /// Frames decoded per step of the decode loop.
+    public var chunkFrames: Int
+    /// Seconds between the decode thread's checks while playing (track
+    /// boundaries, range end, position events, refilling the ring).
+    public var pollInterval: Double
+    /// Frames a control call (`load`, `seek`, `jump`) decodes into the output
+    /// itself before returning, so sound follows without waiting for the
+    /// decode thread's next check.
+    public var prefillFrames: Int
+
+    public init(decodeAhead: Double = 2.0, positionInterval: Double = 0.5,
+                replayGain: ReplayGainSettings = ReplayGainSettings(),
+                chunkFrames: Int = 4096, pollInterval: Double = 0.01, prefillFrames: Int = 8192) {
+        self.decodeAhead = decodeAhead
+        self.positionInterval = positionInterval
+        self.replayGain = replayGain
+        self.chunkFrames = chunkFrames
+        self.pollInterval = pollInterval
+        self.prefillFrames = prefillFrames
+    }
+}
+
+/// Plays a queue of tracks through the ports. The reference's surface
+/// (`load` … `clearPlaybackRange`) keeps the reference's state table; the
+/// queue, events and ReplayGain go further (specs/services.md).
+///
+/// Threads: every member may be called from any thread. Reading `state`,
+/// `currentTime()`, `duration()` and the queue never waits on I/O or on the
+/// decode thread. Control calls are serialised; `load`, `seek` and `jump`
+/// do I/O (open, seek, prefill) before they return.
+public protocol PlaybackService: AnyObject, Sendable {
+    // MARK: The reference surface
+    /// Replaces the queue with `url` and opens it, paused at 0.
+    func load(url: String) throws(CoreError)
+    func play() throws(CoreError)
+    func pause() throws(CoreError)
+    func stop()
+    /// Seconds within the current track; sample-accurate.
+    func seek(to seconds: Double) throws(CoreError)
+    /// What the listener hears, in seconds from the current track's start.
+    func currentTime() -> Double
+    func duration() -> Double
+    var state: PlaybackState { get }
+    func setVolume(_ volume: Float)
+    func setPlaybackRange(start: Double, end: Double?) throws(CoreError)
+    func clearPlaybackRange()
+
+    // MARK: Further than the reference
+    var volume: Float { get }
+    /// A new stream of every event from now on; several may be open at once.
+    func events() -> AsyncStream<PlaybackEvent>
+
+    var queue: [Track] { get }
+    /// The queue index of the track the listener hears (or is paused in).
+    var currentIndex: Int? { get }
+    var currentTrack: Track? { get }
+    func enqueue(_ tracks: [Track])
+    func insert(_ track: Track, at index: Int) throws(CoreError)
+    func remove(at index: Int) throws(CoreError)
+    func move(from: Int, to: Int) throws(CoreError)
+    func clearQueue()
+    func next() throws(CoreError)
+    func previous() throws(CoreError)
+    /// Makes entry `index` current, keeping play or pause (stopped → paused).
+    func jump(to index: Int) throws(CoreError)
+    var repeatMode: RepeatMode { get }
+    func setRepeatMode(_ mode: RepeatMode)
+    var shuffle: Bool { get }
+    func setShuffle(_ enabled: Bool)
+    func setReplayGain(_ settings: ReplayGainSettings)
+}
