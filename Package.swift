@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "HarmoniaCore", targets: ["HarmoniaCore"]),
         .library(name: "HarmoniaFFmpeg", targets: ["HarmoniaFFmpeg"]),
         .library(name: "HarmoniaPulseAudio", targets: ["HarmoniaPulseAudio"]),
+        .library(name: "HarmoniaLinux", targets: ["HarmoniaLinux"]),
         .executable(name: "harmonia-play", targets: ["harmonia-play"]),
     ],
     dependencies: [
@@ -49,12 +50,19 @@ let package = Package(
             dependencies: ["HarmoniaCore", "CPulseAudio"]
         ),
 
+        // MARK: Composition: the default adapters wired in one call
+        .target(
+            name: "HarmoniaLinux",
+            dependencies: ["HarmoniaCore", "HarmoniaFFmpeg", "HarmoniaPulseAudio"]
+        ),
+
         // MARK: Programs
         .executableTarget(
             name: "harmonia-play",
             dependencies: [
                 "HarmoniaCore",
                 "HarmoniaFFmpeg",
+                "HarmoniaLinux",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
