@@ -111,7 +111,9 @@ public final class NullAudioOutput: AudioOutputPort, @unchecked Sendable {
 
     public func flush() {
         lock.withLock {
-            ring?.requestDiscard()
+            // The consumer reads only under `lock`: drop the frames at once,
+            // so their space is free for the next write.
+            ring?.discardReadable()
             lock.broadcast()
         }
     }

@@ -171,11 +171,17 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
             playbackQueue.append([track], current: nil)
             publishQueue()
             hub.emit(.queueChanged)
+            let open: OpenTrack
             do throws(CoreError) {
-                let open = try openTrack(track)
-                try startFresh(with: open, playing: false)
+                open = try openTrack(track)
             } catch {
                 fail(with: error, url: url)
+                throw error
+            }
+            do throws(CoreError) {
+                try startFresh(with: open, playing: false)
+            } catch {
+                fail(with: error, url: nil)
                 throw error
             }
         }
@@ -431,15 +437,23 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
         while let entry = candidate, tried < playbackQueue.tracks.count {
             tried += 1
             let track = playbackQueue.tracks[entry]
-            do {
-                let open = try openTrack(track)
-                try startFresh(with: open, playing: playing)
-                return
+            let open: OpenTrack
+            do throws(CoreError) {
+                open = try openTrack(track)
             } catch {
                 hub.emit(.error(error, url: track.url))
                 lastError = error
                 candidate = playbackQueue.following(entry, automatic: false)
+                continue
             }
+            // An output failure is not the track's: no point trying the next.
+            do throws(CoreError) {
+                try startFresh(with: open, playing: playing)
+            } catch {
+                fail(with: error, url: nil)
+                throw error
+            }
+            return
         }
         let error = lastError ?? .invalidState("the queue is empty")
         stopOutputAndTimeline()
@@ -458,7 +472,12 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
         } else {
             outputFormat = nil
             outputStarted = false
-            try output.configure(sampleRate: format.sampleRate, channels: format.channels)
+            do throws(CoreError) {
+                try output.configure(sampleRate: format.sampleRate, channels: format.channels)
+            } catch {
+                closeTrack(open)
+                throw error
+            }
             outputFormat = format
         }
         written = output.framesPlayed
@@ -696,7 +715,7 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
         case .failure(let error):
             logger.warn("decode failed: \(open.track.url): \(error)")
             hub.emit(.error(error, url: open.track.url))
-            open.failed = true
+            open.failure = error
             open.exhausted = true
         case .success(0):
             open.exhausted = true
@@ -784,9 +803,12 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
     /// call: track boundaries, the end of a format, the range or the queue,
     /// and position ticks.
     private func followListener(heard: Int64) {
-        while segments.count > 1, heard >= segments[1].writeStart {
+        // Paused exactly on a boundary (a seek to a track's end), the
+        // listener is still at the end of the earlier track.
+        while segments.count > 1,
+              heard > segments[1].writeStart || (heard == segments[1].writeStart && intent == .playing) {
             let ended = segments.removeFirst()
-            emitEnded(ended.open, reason: ended.open.failed ? .failed : .finished)
+            emitEnded(ended.open, reason: ended.open.failure != nil ? .failed : .finished)
             if ended.open !== decoding { closeTrack(ended.open) }
             range = nil
             rangeEndReached = false
@@ -795,7 +817,7 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
         }
         if let last = segments.last, heard >= written, pending == nil, readInFlight == nil {
             if let next = awaitingFormat {
-                emitEnded(last.open, reason: last.open.failed ? .failed : .finished)
+                emitEnded(last.open, reason: last.open.failure != nil ? .failed : .finished)
                 closeTrack(last.open)
                 awaitingFormat = nil
                 let playing = intent == .playing
@@ -820,13 +842,20 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
                 intent = .paused
                 try? seekLocked(last.open, toFrame: range.start)
                 setState(.paused)
-            } else if endOfData, decoding?.exhausted ?? true {
-                emitEnded(last.open, reason: last.open.failed ? .failed : .finished)
+            } else if endOfData, intent == .playing, decoding?.exhausted ?? true {
+                // The end of the queue: stopped, or error when the last
+                // track died (the reference's "any → error").
+                emitEnded(last.open, reason: last.open.failure != nil ? .failed : .finished)
+                let failure = last.open.failure
                 invalidateDecodedAudio()
                 closeAllTracks()
                 stopOutputAndTimeline()
-                publishedCurrent(nil)
-                setState(.stopped)
+                if let failure {
+                    setState(.error(failure))
+                } else {
+                    publishedCurrent(nil)
+                    setState(.stopped)
+                }
             }
         }
         if intent == .playing, configuration.positionInterval > 0, currentState == .playing,
@@ -1043,7 +1072,8 @@ final class OpenTrack {
     /// The next frame `read` delivers.
     var nextFrame: Int64
     var exhausted = false
-    var failed = false
+    /// Why decoding stopped early, if it did.
+    var failure: CoreError?
     var closed = false
     var closeWhenReadReturns = false
 

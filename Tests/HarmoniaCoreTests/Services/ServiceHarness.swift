@@ -27,9 +27,10 @@ final class ServiceHarness: @unchecked Sendable {
     func events(after count: Int) -> [PlaybackEvent] { Array(events.dropFirst(count)) }
 
     /// Lets `frames` frames of device time pass in 10 ms steps; returns the
-    /// first channel of what the listener heard.
+    /// first channel of what the listener heard. After each step the decode
+    /// thread settles, unless `settle` is false (its read is stalled).
     @discardableResult
-    func listen(frames: Int) -> [Float] {
+    func listen(frames: Int, settle: Bool = true) -> [Float] {
         var heard: [Float] = []
         var remaining = frames
         while remaining > 0 {
@@ -39,7 +40,7 @@ final class ServiceHarness: @unchecked Sendable {
             let got = buffer.withUnsafeMutableBufferPointer { output.advance(frames: step, into: $0.baseAddress!) }
             for frame in 0..<got { heard.append(buffer[frame * channels]) }
             clock.advance(by: UInt64((Double(step) / rate * 1e9).rounded()))
-            service.waitUntilSettled()
+            if settle { service.waitUntilSettled() }
             remaining -= step
         }
         return heard
