@@ -11,8 +11,8 @@ struct HarmoniaPlay: ParsableCommand {
         abstract: "A headless audio player on HarmoniaCore (FFmpeg decoding).",
         usage: """
             harmonia-play [play] [OPTIONS] INPUT...
-              harmonia-play info [--json] INPUT...
-              harmonia-play decode INPUT -o OUTPUT [--start-frame N]
+            harmonia-play info [--json] INPUT...
+            harmonia-play decode INPUT -o OUTPUT [--start-frame N]
             """,
         discussion: """
             Without a subcommand, plays: harmonia-play [OPTIONS] INPUT... (see 'harmonia-play play --help').
