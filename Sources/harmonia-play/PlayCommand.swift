@@ -55,7 +55,7 @@ struct PlayCommand: ParsableCommand {
     )
 
     @Option(help: ArgumentHelp(
-        "Where the sound goes: 'pulse' (PulseAudio), 'null' (consumed in real time, no sound), or 'file:PATH' (the source's rate and channels as raw float32 little-endian, or float WAV for a .wav PATH, written as fast as decoding goes; one format per file).",
+        "Where the sound goes: 'pulse' (PulseAudio), 'null' (consumed in real time, no sound), or 'file:PATH' (the source's rate and channels as raw float32 little-endian, or float WAV for a .wav PATH, written as fast as decoding goes; one format per file: a track of another format ends playback with an error).",
         valueName: "pulse|null|file:PATH"))
     var output: OutputChoice = .pulse
 
