@@ -2,6 +2,7 @@
 // subcommand, so `harmonia-play song.flac` plays.
 import ArgumentParser
 import HarmoniaCore
+import HarmoniaFFmpeg
 import HarmoniaLinux
 import HarmoniaPulseAudio
 
@@ -40,7 +41,8 @@ struct PlayCommand: ParsableCommand {
             only; the queue goes on after it. Times are \(TimeArgument.forms).
 
             A bad input is reported on stderr as 'harmonia-play: PATH: CATEGORY: message'
-            and skipped. Unless --quiet, each track started is announced on stdout.
+            and skipped; data the decoder had to skip inside a file (replaced by silence)
+            is a 'harmonia-play: warning: ...' line and does not fail the input. Unless --quiet, each track started is announced on stdout.
             Exit status: 0 everything played, 1 some input (or the output) failed,
             2 usage error, 130/143 stopped by SIGINT/SIGTERM.
 
@@ -112,7 +114,10 @@ struct PlayCommand: ParsableCommand {
         var configuration = PlaybackConfiguration()
         configuration.positionInterval = 0  // nothing here shows positions
         configuration.replayGain = ReplayGainSettings(mode: replaygain, preampDB: preamp ?? 0)
-        let factory = CoreFactory(output: factoryOutput, configuration: configuration, logger: NoopLoggerAdapter())
+        // The service's own log repeats what its events say; the decoder's
+        // warnings (data it skipped) are news to the user.
+        var factory = CoreFactory(output: factoryOutput, configuration: configuration, logger: NoopLoggerAdapter())
+        factory.decoder = FFmpegDecoderAdapter(logger: WarningLogger())
         let service = factory.makePlaybackService()
         if volume != 100 { service.setVolume(Float(volume / 100)) }
 

@@ -94,6 +94,18 @@ struct HarmoniaPlayPlaybackTests {
         #expect(nothing.isEmpty)
     }
 
+    @Test("corrupt data inside a file: warnings on stderr, the file's length played, exit 0")
+    func corruptDataWarns() throws {
+        let corrupt = try #require(Fixtures.bad.first { $0.kind == "corrupt" && $0.file.hasSuffix(".flac") })
+        let source = Fixtures.all.first { $0.file == corrupt.source }
+        let (result, samples) = try playToFile(["--quiet"], [corrupt.path])
+        #expect(result.status == 0)
+        let lines = result.stderrText.split(separator: "\n")
+        #expect(!lines.isEmpty)
+        #expect(lines.allSatisfy { $0.hasPrefix("harmonia-play: warning: \(corrupt.path): ") })
+        if let source { #expect(samples.count == Int(source.frames) * source.channels) }
+    }
+
     @Test("--start/--end play a frame-exact range of the first input, then the next input follows")
     func rangeOnFirstInput() throws {
         let first = Self.sameFormat[0], second = Self.sameFormat[1]
