@@ -140,6 +140,11 @@ public final class NullAudioOutput: AudioOutputPort, @unchecked Sendable {
 
     public var framesPlayed: Int64 { lock.withLock { played } }
 
+    /// The configured format, or nil before `configure`.
+    public var format: (sampleRate: Double, channels: Int)? {
+        lock.withLock { ring.map { (sampleRate, $0.channels) } }
+    }
+
     /// `.manual` pace: plays up to `frames` queued frames as a device would
     /// (nothing while stopped or paused), copying them to `destination`
     /// (`frames × channels` floats) when given. Returns the frames played;

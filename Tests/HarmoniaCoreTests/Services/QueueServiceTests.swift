@@ -1,0 +1,231 @@
+// The gapless queue on scripted sources: joins, format changes, failures,
+// when track events fire, repeat and edits (specs/services.md §Queue).
+import Foundation
+@testable import HarmoniaCore
+import HarmoniaTestSupport
+import Testing
+
+@Suite("PlaybackService queue") struct QueueServiceTests {
+    static func tracks(_ urls: String...) -> [Track] { urls.map { Track(url: $0) } }
+
+    func started(_ events: [PlaybackEvent]) -> [String] {
+        events.compactMap { if case .trackStarted(_, let track) = $0 { track.url } else { nil } }
+    }
+
+    func ended(_ events: [PlaybackEvent]) -> [String] {
+        events.compactMap { if case .trackEnded(_, let track, let reason) = $0 { "\(track.url):\(reason)" } else { nil } }
+    }
+
+    @Test("same format: the next track's first frame follows the last frame, with no gap or overlap")
+    func gaplessJoin() throws {
+        let h = ServiceHarness(["a": .init(frames: 30_000, base: 0), "b": .init(frames: 50_000, base: 30_000),
+                                "c": .init(frames: 7, base: 80_000)])
+        h.service.enqueue(Self.tracks("a", "b", "c"))
+        try h.service.jump(to: 0)
+        try h.service.play()
+        let heard = h.listen(frames: 100_000)
+        #expect(heard.count == 80_007)
+        #expect(heard.first == 0)
+        #expect(isCounting(heard[...]))
+        #expect(h.service.state == .stopped)
+        #expect(started(h.events) == ["a", "b", "c"])
+        #expect(ended(h.events) == ["a:finished", "b:finished", "c:finished"])
+        #expect(h.decoder.openSessionCount == 0)
+    }
+
+    @Test("track events fire when the listener reaches the boundary, not when the decoder does")
+    func eventsFollowTheListener() throws {
+        let h = ServiceHarness(["a": .init(frames: 20_000), "b": .init(frames: 20_000, base: 20_000)])
+        h.service.enqueue(Self.tracks("a", "b"))
+        try h.service.jump(to: 0)
+        try h.service.play()
+        h.listen(frames: 19_845)
+        // The decoder has long opened and decoded "b" (it is 2 s ahead)...
+        #expect(h.decoder.openedURLs.contains("b"))
+        // ...but the listener is still in "a".
+        #expect(started(h.events) == ["a"])
+        #expect(h.service.currentIndex == 0)
+        h.listen(frames: 441)
+        #expect(started(h.events) == ["a", "b"])
+        #expect(h.service.currentIndex == 1)
+        #expect(h.service.currentTime() == 286.0 / 44_100)
+    }
+
+    @Test("another rate or channel count: the output is reconfigured at the boundary, every frame kept")
+    func formatChange() throws {
+        let h = ServiceHarness(["a": .init(frames: 22_050), "b": .init(frames: 48_000, sampleRate: 48_000, channels: 1, base: 22_050)])
+        h.service.enqueue(Self.tracks("a", "b"))
+        try h.service.jump(to: 0)
+        try h.service.play()
+        var heard = h.listen(frames: 22_000)
+        #expect(h.output.format?.sampleRate == 44_100)
+        #expect(started(h.events) == ["a"])
+        heard += h.listen(frames: 60_050)
+        #expect(h.output.format?.sampleRate == 48_000)
+        #expect(h.output.format?.channels == 1)
+        #expect(heard.count == 70_050)
+        #expect(isCounting(heard[...]))
+        #expect(started(h.events) == ["a", "b"])
+    }
+
+    @Test("a track that fails to open is reported and skipped; the queue joins around it")
+    func failedOpenIsSkipped() throws {
+        let h = ServiceHarness(["a": .init(frames: 10_000), "c": .init(frames: 10_000, base: 10_000),
+                                "bad": .init(frames: 1, openError: .decodeError("bad: corrupt header"))])
+        h.service.enqueue(Self.tracks("a", "bad", "c"))
+        try h.service.jump(to: 0)
+        try h.service.play()
+        let heard = h.listen(frames: 30_000)
+        #expect(heard.count == 20_000)
+        #expect(isCounting(heard[...]))
+        #expect(h.events.contains(.error(.decodeError("bad: corrupt header"), url: "bad")))
+        #expect(started(h.events) == ["a", "c"])
+        #expect(h.service.state == .stopped)
+    }
+
+    @Test("a track that dies mid-way: error event, what decoded is heard, then the next track")
+    func failureMidTrack() throws {
+        let h = ServiceHarness(["a": .init(frames: 10_000, failAt: 6_000), "b": .init(frames: 10_000, base: 6_000)])
+        h.service.enqueue(Self.tracks("a", "b"))
+        try h.service.jump(to: 0)
+        try h.service.play()
+        let heard = h.listen(frames: 20_000)
+        #expect(heard.count == 16_000)
+        #expect(isCounting(heard[...]))
+        #expect(h.events.contains(.error(.decodeError("corrupt packet"), url: "a")))
+        #expect(ended(h.events) == ["a:failed", "b:finished"])
+    }
+
+    @Test("jumping to a bad entry skips to the next good one; a queue of only bad entries ends in error")
+    func jumpSkipsBadEntries() throws {
+        let h = ServiceHarness(["ok": .init(frames: 1_000), "bad": .init(frames: 1, openError: .unsupported("bad: text"))])
+        h.service.enqueue(Self.tracks("bad", "ok"))
+        try h.service.jump(to: 0)
+        #expect(h.service.currentIndex == 1)
+        #expect(h.service.state == .paused)
+        let only = ServiceHarness(["bad": .init(frames: 1, openError: .unsupported("bad: text"))])
+        only.service.enqueue(Self.tracks("bad", "bad"))
+        #expect(throws: CoreError.unsupported("bad: text")) { try only.service.jump(to: 0) }
+        #expect(only.service.state == .error(.unsupported("bad: text")))
+    }
+
+    @Test("next, previous and jump keep playing or paused; next at the end stops")
+    func skipping() throws {
+        let h = ServiceHarness(["a": .init(frames: 50_000), "b": .init(frames: 50_000, base: 100_000)])
+        h.service.enqueue(Self.tracks("a", "b"))
+        try h.service.jump(to: 0)
+        try h.service.play()
+        h.listen(frames: 1_000)
+        try h.service.next()
+        #expect(h.service.currentIndex == 1)
+        #expect(h.service.state == .playing)
+        #expect(h.listen(frames: 10).first == 100_000)
+        try h.service.pause()
+        try h.service.previous()
+        #expect(h.service.currentIndex == 0)
+        #expect(h.service.state == .paused)
+        #expect(h.service.currentTime() == 0)
+        try h.service.jump(to: 1)
+        try h.service.next()
+        #expect(h.service.state == .stopped)
+        #expect(ended(h.events).last == "b:skipped")
+    }
+
+    @Test("repeat one replays the track gaplessly; repeat all wraps to the first")
+    func repeatModes() throws {
+        let h = ServiceHarness(["a": .init(frames: 1_000), "b": .init(frames: 1_000, base: 1_000)])
+        h.service.enqueue(Self.tracks("a", "b"))
+        h.service.setRepeatMode(.one)
+        try h.service.jump(to: 0)
+        try h.service.play()
+        let one = h.listen(frames: 2_500)
+        #expect(one.count == 2_500)
+        #expect(Array(one[0..<3]) == [0, 1, 2] && one[1_000] == 0 && one[2_000] == 0)
+        h.service.setRepeatMode(.all)
+        let all = h.listen(frames: 3_000)
+        #expect(all.count == 3_000)
+        #expect(all[0] == 500 && all[500] == 1_000 && all[1_500] == 0 && all[2_500] == 1_000)
+        #expect(started(h.events) == ["a", "a", "a", "b", "a", "b"])
+    }
+
+    @Test("editing what follows replaces audio already decoded for the old next track")
+    func editsAfterDecodeAhead() throws {
+        let h = ServiceHarness(["a": .init(frames: 20_000), "b": .init(frames: 20_000, base: 100_000),
+                                "c": .init(frames: 20_000, base: 200_000)])
+        h.service.enqueue(Self.tracks("a", "b", "c"))
+        try h.service.jump(to: 0)
+        try h.service.play()
+        let first = h.listen(frames: 15_000)
+        try h.service.remove(at: 1)
+        let rest = h.listen(frames: 30_000)
+        #expect(isCounting(first[...]) && rest.first == 15_000)
+        #expect(rest[4_999] == 19_999)
+        #expect(rest[5_000] == 200_000)
+        #expect(isCounting(rest[5_000...]))
+        #expect(started(h.events) == ["a", "c"])
+    }
+
+    @Test("removing the current track goes on with the next; clearing the queue stops")
+    func removeCurrent() throws {
+        let h = ServiceHarness(["a": .init(frames: 20_000), "b": .init(frames: 20_000, base: 100_000)])
+        h.service.enqueue(Self.tracks("a", "b"))
+        try h.service.jump(to: 0)
+        try h.service.play()
+        h.listen(frames: 100)
+        try h.service.remove(at: 0)
+        #expect(h.service.queue.map(\.url) == ["b"])
+        #expect(h.service.currentIndex == 0)
+        #expect(h.listen(frames: 10).first == 100_000)
+        h.service.clearQueue()
+        #expect(h.service.state == .stopped)
+        #expect(h.service.queue.isEmpty)
+    }
+
+    @Test("a ranged track plays exactly its frames, then the queue goes on (CUE tracks, --start/--end)")
+    func rangedTrack() throws {
+        let h = ServiceHarness(["f": .init(frames: 441_000), "g": .init(frames: 1_000, base: 1_000_000)])
+        h.service.enqueue([Track(url: "f", start: 1, end: 2), Track(url: "g")])
+        try h.service.jump(to: 0)
+        #expect(h.service.duration() == 1)
+        try h.service.play()
+        let heard = h.listen(frames: 50_000)
+        #expect(heard.count == 45_100)
+        #expect(heard.first == 44_100)
+        #expect(heard[44_099] == 88_199)
+        #expect(heard[44_100] == 1_000_000)
+    }
+}
+
+@Suite("PlaybackQueue") struct PlaybackQueueTests {
+    @Test("shuffle starts with the current track, visits every track once, and off restores the order")
+    func shuffle() {
+        var queue = PlaybackQueue()
+        let tracks = (0..<50).map { Track(url: "\($0)") }
+        queue.append(tracks, current: nil)
+        queue.setShuffle(true, current: 7)
+        var visited = [7]
+        var index = 7
+        while let next = queue.following(index, automatic: true) {
+            visited.append(next)
+            index = next
+        }
+        #expect(visited.count == 50 && Set(visited).count == 50)
+        #expect(visited != Array(0..<50))
+        queue.setShuffle(false, current: 7)
+        #expect(queue.following(7, automatic: true) == 8)
+    }
+
+    @Test("following and preceding under repeat modes")
+    func repeatRules() {
+        var queue = PlaybackQueue()
+        queue.append((0..<3).map { Track(url: "\($0)") }, current: nil)
+        #expect(queue.following(2, automatic: true) == nil)
+        #expect(queue.preceding(0) == nil)
+        queue.repeatMode = .all
+        #expect(queue.following(2, automatic: true) == 0)
+        #expect(queue.preceding(0) == 2)
+        queue.repeatMode = .one
+        #expect(queue.following(1, automatic: true) == 1)
+        #expect(queue.following(1, automatic: false) == 2)
+    }
+}

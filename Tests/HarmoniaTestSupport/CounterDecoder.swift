@@ -1,0 +1,140 @@
+// CounterDecoder: a scripted DecoderPort for the service's unit tests. It is
+// no substitute for the FFmpeg adapter (tested against real files); it lets a
+// test name every frame: frame i of a source is the value `base + i` on every
+// channel, so a played stream shows any lost, repeated or reordered frame.
+import HarmoniaCore
+
+public final class CounterDecoder: DecoderPort, @unchecked Sendable {
+    /// One scripted source.
+    public struct Source: Sendable {
+        public var frames: Int64
+        public var sampleRate: Double
+        public var channels: Int
+        /// Frame i is `base + i`.
+        public var base: Float
+        /// `open` throws this.
+        public var openError: CoreError?
+        /// `read` throws this once the decoder reaches `failAt`.
+        public var failAt: Int64?
+        public var readError: CoreError
+        /// `read` blocks at this frame until `release(url)` is called.
+        public var stallAt: Int64?
+
+        public init(frames: Int64, sampleRate: Double = 44_100, channels: Int = 2, base: Float = 0,
+                    openError: CoreError? = nil, failAt: Int64? = nil,
+                    readError: CoreError = .decodeError("corrupt packet"), stallAt: Int64? = nil) {
+            self.frames = frames
+            self.sampleRate = sampleRate
+            self.channels = channels
+            self.base = base
+            self.openError = openError
+            self.failAt = failAt
+            self.readError = readError
+            self.stallAt = stallAt
+        }
+    }
+
+    private struct Session {
+        let url: String
+        let source: Source
+        var position: Int64 = 0
+    }
+
+    private let lock = ConditionLock()
+    // Guarded by `lock`.
+    private var sources: [String: Source]
+    private var sessions: [UInt64: Session] = [:]
+    private var nextID: UInt64 = 1
+    private var released: Set<String> = []
+    private var stalled: Set<String> = []
+    private var opens: [String] = []
+
+    public init(_ sources: [String: Source]) { self.sources = sources }
+
+    /// URLs opened so far, in order.
+    public var openedURLs: [String] { lock.withLock { opens } }
+    /// Sessions not closed yet.
+    public var openSessionCount: Int { lock.withLock { sessions.count } }
+
+    /// Lets a read stalled on `url` go on.
+    public func release(_ url: String) {
+        lock.withLock {
+            released.insert(url)
+            lock.broadcast()
+        }
+    }
+
+    /// Blocks until a read is stalled on `url`.
+    public func waitUntilStalled(_ url: String) {
+        lock.withLock { while !stalled.contains(url) { lock.wait() } }
+    }
+
+    public func open(url: String) throws(CoreError) -> DecodeHandle {
+        try lock.withLock { () throws(CoreError) -> DecodeHandle in
+            guard let source = sources[url] else { throw .notFound("\(url): no such file") }
+            opens.append(url)
+            if let error = source.openError { throw error }
+            let id = nextID
+            nextID += 1
+            sessions[id] = Session(url: url, source: source)
+            return DecodeHandle(id: id)
+        }
+    }
+
+    public func info(_ handle: DecodeHandle) throws(CoreError) -> StreamInfo {
+        let source = try lock.withLock { () throws(CoreError) in try session(handle).source }
+        return StreamInfo(totalFrames: source.frames, sampleRate: source.sampleRate, channels: source.channels, bitDepth: 32)
+    }
+
+    public func read(_ handle: DecodeHandle, into buffer: UnsafeMutablePointer<Float>, maxFrames: Int) throws(CoreError) -> Int {
+        try lock.withLock { () throws(CoreError) -> Int in
+            var session = try session(handle)
+            let source = session.source
+            if let stallAt = source.stallAt, session.position >= stallAt, !released.contains(session.url) {
+                stalled.insert(session.url)
+                lock.broadcast()
+                while !released.contains(session.url) { lock.wait() }
+                session = try self.session(handle)
+            }
+            var count = Int(min(Int64(maxFrames), source.frames - session.position))
+            if let stallAt = source.stallAt, session.position < stallAt, !released.contains(session.url) {
+                count = min(count, Int(stallAt - session.position))
+            }
+            if let failAt = source.failAt {
+                if session.position >= failAt { throw source.readError }
+                count = min(count, Int(failAt - session.position))
+            }
+            for frame in 0..<max(count, 0) {
+                let value = source.base + Float(session.position + Int64(frame))
+                for channel in 0..<source.channels { buffer[frame * source.channels + channel] = value }
+            }
+            session.position += Int64(max(count, 0))
+            sessions[handle.id] = session
+            return max(count, 0)
+        }
+    }
+
+    public func seek(_ handle: DecodeHandle, toFrame frame: Int64) throws(CoreError) {
+        try lock.withLock { () throws(CoreError) in
+            var session = try session(handle)
+            guard frame >= 0, frame <= session.source.frames else {
+                throw .invalidArgument("\(session.url): frame \(frame) is outside 0…\(session.source.frames)")
+            }
+            session.position = frame
+            sessions[handle.id] = session
+        }
+    }
+
+    public func position(_ handle: DecodeHandle) throws(CoreError) -> Int64 {
+        try lock.withLock { () throws(CoreError) in try session(handle).position }
+    }
+
+    public func close(_ handle: DecodeHandle) {
+        _ = lock.withLock { sessions.removeValue(forKey: handle.id) }
+    }
+
+    private func session(_ handle: DecodeHandle) throws(CoreError) -> Session {
+        guard let session = sessions[handle.id] else { throw .invalidState("\(handle) is not open") }
+        return session
+    }
+}
