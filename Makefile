@@ -37,10 +37,25 @@ swift:
 build: deps swift
 	$(SWIFT) build
 
-# Until playback lands, the demo shows what the engine reads from a file.
+# The demo shows what the engine reads from a clip, then plays a short queue
+# through PulseAudio: the first 1.5 s of the clip, then a second clip. With no
+# server reachable (`pactl info` fails: a fresh or headless machine) it starts
+# the tests' private daemon for the length of the demo; its sink is a null
+# sink, so nothing is heard there, but the whole path runs.
+DEMO_PLAY := --end 1.5 $(DEMO_FILE) Tests/Fixtures/audio/opus_stereo_48k.opus
+DEMO_PULSE_DIR := $(PULSE_DIR)-demo
 demo: build
 	@$(SWIFT) run --skip-build harmonia-play info $(DEMO_FILE)
 	@$(SWIFT) run --skip-build harmonia-play info --json $(DEMO_FILE)
+	@if timeout 5 pactl info >/dev/null 2>&1; then \
+	  echo "make: playing through the PulseAudio server"; \
+	  $(SWIFT) run --skip-build harmonia-play $(DEMO_PLAY); \
+	else \
+	  echo "make: no PulseAudio server reachable; starting a private one ($(DEMO_PULSE_DIR), a null sink: nothing is heard)"; \
+	  bash Tests/pulse-test-server.sh start $(DEMO_PULSE_DIR) || exit 1; \
+	  status=0; PULSE_SERVER=unix:$(DEMO_PULSE_DIR)/native $(SWIFT) run --skip-build harmonia-play $(DEMO_PLAY) || status=$$?; \
+	  bash Tests/pulse-test-server.sh stop $(DEMO_PULSE_DIR); exit $$status; \
+	fi
 
 # The whole suite; then the FFmpeg adapter again under AddressSanitizer and
 # LeakSanitizer (no leak, no use-after-free, bad inputs included), and the

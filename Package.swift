@@ -63,6 +63,7 @@ let package = Package(
                 "HarmoniaCore",
                 "HarmoniaFFmpeg",
                 "HarmoniaLinux",
+                "HarmoniaPulseAudio",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

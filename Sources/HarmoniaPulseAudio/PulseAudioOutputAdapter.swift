@@ -58,6 +58,8 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
     private var started = false
     private var paused = false
     private var closing = false
+    /// The gain `setVolume` asked for, 0…1.
+    private var volume: Float = 1
     private var contextWasReady = false
     private var serverLost = false
     /// Last stream position (absolute frames) seen played, and real frames heard then.
@@ -108,6 +110,9 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
             let ring = SPSCRingBuffer(minimumCapacity: max(options.ringFrames, latencyFrames * 2), channels: channels)
             let state = PulseRealTimeState(ring: ring, sampleRate: sampleRate, historyFrames: latencyFrames * 4 + 8192)
             state.mainloop = mainloop
+            // The volume outlives the stream: no ramp, the first frame plays at it.
+            state.currentGain = volume
+            state.targetGain = volume
             rt = state
             producerRing.withLock { $0 = ring }
             lastPosition = 0
@@ -192,9 +197,14 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
         return ring.write(frames, frames: frameCount)
     }
 
+    /// Kept across `configure` (each new stream starts at this gain) and
+    /// applied at once when set before any stream.
     public func setVolume(_ volume: Float) {
         let clamped = min(max(volume.isNaN ? 0 : volume, 0), 1)
-        withMainloopLock { rt?.targetGain = clamped }
+        withMainloopLock {
+            self.volume = clamped
+            rt?.targetGain = clamped
+        }
     }
 
     public var framesPlayed: Int64 {

@@ -9,13 +9,24 @@ struct HarmoniaPlay: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "harmonia-play",
         abstract: "A headless audio player on HarmoniaCore (FFmpeg decoding).",
+        usage: """
+            harmonia-play [play] [OPTIONS] INPUT...
+            harmonia-play info [--json] INPUT...
+            harmonia-play decode INPUT -o OUTPUT [--start-frame N]
+            """,
         discussion: """
+            Without a subcommand, plays: harmonia-play [OPTIONS] INPUT... (see 'harmonia-play play --help').
+
             Examples:
+              harmonia-play song.flac next.mp3
+              harmonia-play --start 1:30 --end 2:00 --volume 50 song.flac
+              harmonia-play --output file:out.f32 a.flac b.flac
               harmonia-play info song.flac
               harmonia-play info --json *.mp3
               harmonia-play decode song.opus -o song.f32
             """,
-        subcommands: [InfoCommand.self, DecodeCommand.self]
+        subcommands: [PlayCommand.self, InfoCommand.self, DecodeCommand.self],
+        defaultSubcommand: PlayCommand.self
     )
 }
 

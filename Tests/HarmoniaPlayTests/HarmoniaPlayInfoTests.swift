@@ -58,7 +58,7 @@ struct HarmoniaPlayInfoTests {
     func usage() throws {
         #expect(try ProcessRunner.harmoniaPlay(["info"]).status == 2)
         #expect(try ProcessRunner.harmoniaPlay(["info", "--bogus", "x"]).status == 2)
-        #expect(try ProcessRunner.harmoniaPlay(["no-such-command"]).status == 2)
+        #expect(try ProcessRunner.harmoniaPlay(["--no-such-option", "x"]).status == 2)
         let help = try ProcessRunner.harmoniaPlay(["info", "--help"])
         #expect(help.status == 0)
         #expect(help.stdoutText.contains("--json"))

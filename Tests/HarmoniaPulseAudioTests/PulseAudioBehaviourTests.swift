@@ -112,6 +112,31 @@ struct PulseAudioBehaviourTests {
         #expect(Int64(playedOfFirst) >= heardAtFlush)
     }
 
+    @Test("volume set before configure, and kept across a reconfigure, applies from the first frame")
+    func volumeBeforeConfigure() throws {
+        let frames = rate / 2
+        let signal = counterSignal(frames: frames, channels: 2)
+        let recorder = try PipeSinkRecorder(rate: rate, channels: 2)
+        let output = PulseAudioOutputAdapter(options: pulseOptions(device: recorder.sinkName, latency: latency))
+        output.setVolume(0.5)
+        for _ in 0..<2 {  // the second configure opens a new stream: the gain stays
+            try output.configure(sampleRate: Double(rate), channels: 2)
+            #expect(output.write(signal, frameCount: frames) == frames)
+            try output.start()
+            output.drain()
+        }
+        output.stop()
+        let recording = try recorder.finish()
+        let halved = signal.map { $0 * 0.5 }
+        let runs = loudRuns(recording, channels: 2).filter { $0.count > 1 }
+        #expect(runs.map(\.count) == [frames, frames], "each stream played whole")
+        for run in runs where run.count == frames {
+            let played = recording[(run.start * 2)..<((run.start + run.count) * 2)]
+            let mismatched = zip(played, halved).filter { $0 != $1 }.count
+            #expect(mismatched == 0, "samples not at half gain, of \(halved.count)")
+        }
+    }
+
     @Test("volume: the new gain is reached within one buffer, exactly")
     func volume() throws {
         let frames = rate * 2

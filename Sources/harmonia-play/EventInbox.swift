@@ -1,0 +1,58 @@
+// What the playing command waits for: the service's events (handed over by
+// a synchronous observer) and termination signals, in arrival order.
+import Dispatch
+import HarmoniaCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A first-in first-out inbox that any thread posts to and one thread takes
+/// from, blocking on a condition until something arrives (no polling).
+final class EventInbox: @unchecked Sendable {
+    enum Item {
+        case event(PlaybackEvent)
+        /// SIGINT or SIGTERM arrived.
+        case signal(Int32)
+    }
+
+    private let lock = ConditionLock()
+    // Guarded by `lock`.
+    private var items: [Item] = []
+    private var head = 0
+    private var signalSources: [DispatchSourceSignal] = []
+
+    /// Adds `item`; never blocks for long (safe from the service's observer).
+    func post(_ item: Item) {
+        lock.withLock {
+            items.append(item)
+            lock.broadcast()
+        }
+    }
+
+    /// The oldest item, waiting until there is one.
+    func take() -> Item {
+        lock.withLock {
+            while head == items.count { lock.wait() }
+            let item = items[head]
+            head += 1
+            if head == items.count {
+                items.removeAll(keepingCapacity: true)
+                head = 0
+            }
+            return item
+        }
+    }
+
+    /// Delivers SIGINT and SIGTERM here instead of killing the process.
+    func catchTerminationSignals() {
+        var sources: [DispatchSourceSignal] = []
+        for signo in [SIGINT, SIGTERM] {
+            signal(signo, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: signo, queue: .global())
+            source.setEventHandler { [weak self] in self?.post(.signal(signo)) }
+            source.resume()
+            sources.append(source)
+        }
+        lock.withLock { signalSources = sources }
+    }
+}

@@ -1,0 +1,102 @@
+// Plays a queue to its end through a PlaybackService and reports as it goes.
+import HarmoniaCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Runs one queue on `service`: enqueue, jump to the first entry, play, then
+/// wait on the service's events (no polling) until the queue has ended
+/// (`stopped`), playback failed for good (`error`), or a termination signal
+/// arrived. Every failed input is reported on stderr as
+/// `harmonia-play: PATH: CATEGORY: message` as soon as the service reports it;
+/// unless quiet, one line per track started goes to stdout.
+struct QueuePlayer {
+    enum Outcome: Equatable {
+        /// The queue ended; `failures` error events were reported on the way.
+        case finished(failures: Int)
+        /// SIGINT or SIGTERM: playback was stopped.
+        case interrupted(signal: Int32)
+    }
+
+    let service: DefaultPlaybackService
+    let quiet: Bool
+
+    /// Plays `tracks` in order. Call once, on a fresh service.
+    func run(_ tracks: [Track]) -> Outcome {
+        let inbox = EventInbox()
+        inbox.catchTerminationSignals()
+        // The observer runs on the service's threads, possibly under its lock:
+        // it only hands the event over.
+        service.observe { inbox.post(.event($0)) }
+        service.enqueue(tracks)
+
+        var failures = 0
+        var ended = false
+        do {
+            // Inputs that cannot be opened are reported (error events) and
+            // skipped; the call throws only when none from here on opens.
+            try service.jump(to: 0)
+            try service.play()
+        } catch {
+            // An error state comes with its events (drained below); anything
+            // else leaves no event behind, so it is reported here.
+            if case .error = service.state {} else {
+                Console.err("harmonia-play: \(error.category.rawValue): \(error.message)")
+                failures += 1
+                ended = true
+            }
+        }
+
+        while !ended {
+            switch inbox.take() {
+            case .signal(let signo):
+                service.stop()
+                return .interrupted(signal: signo)
+            case .event(let event):
+                switch event {
+                case .error(let error, let url):
+                    failures += 1
+                    if let url {
+                        Console.report(url, error)
+                    } else {
+                        Console.err("harmonia-play: \(error.category.rawValue): \(error.message)")
+                    }
+                case .trackStarted(let index, let track):
+                    if !quiet { Console.out(Self.startedLine(index: index, of: tracks.count, track: track)) }
+                case .stateChanged(.stopped), .stateChanged(.error):
+                    ended = true
+                default:
+                    break
+                }
+            }
+        }
+        return .finished(failures: failures)
+    }
+
+    /// `Playing 2/3: Title — Artist (3:25)`; the file name stands in for a
+    /// missing title, and the length is left out when unknown.
+    static func startedLine(index: Int, of count: Int, track: Track) -> String {
+        var line = "Playing \(index + 1)/\(count): " + (track.title ?? Self.fileName(track.url))
+        if let artist = track.artist { line += " — " + artist }
+        if let duration = track.duration, duration.isFinite { line += " (\(Self.minutesSeconds(duration)))" }
+        return line
+    }
+
+    /// The last path component of a path or URL.
+    static func fileName(_ url: String) -> String {
+        url.split(separator: "/", omittingEmptySubsequences: true).last.map(String.init) ?? url
+    }
+
+    /// 205.4 → "3:25"; 3725 → "1:02:05" (rounded to the second); below
+    /// 10 s with tenths: 0.25 → "0:00.3".
+    static func minutesSeconds(_ seconds: Double) -> String {
+        if seconds < 9.95 {
+            let tenths = Int64((seconds * 10).rounded())
+            return "0:0\(tenths / 10).\(tenths % 10)"
+        }
+        let total = Int64(seconds.rounded())
+        let h = total / 3600, m = total / 60 % 60, s = total % 60
+        func two(_ v: Int64) -> String { v < 10 ? "0\(v)" : "\(v)" }
+        return h > 0 ? "\(h):\(two(m)):\(two(s))" : "\(m):\(two(s))"
+    }
+}
