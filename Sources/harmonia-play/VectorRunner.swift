@@ -30,7 +30,7 @@ struct VectorFile {
         do {
             root = try JSONValue.parse(bytes)
         } catch {
-            throw VectorFileError(path: path, message: "not valid JSON (\(Self.describe(error)))")
+            throw VectorFileError(path: path, message: "not valid JSON (\(Self.describe(error, in: bytes)))")
         }
         guard case .object = root else { throw VectorFileError(path: path, message: "the top level is not a JSON object") }
         guard let cases = root["test_cases"]?.array else {
@@ -61,11 +61,15 @@ struct VectorFile {
         return ((folder as NSString).appendingPathComponent(path) as NSString).standardizingPath
     }
 
-    private static func describe(_ error: any Error) -> String {
-        if case DecodingError.dataCorrupted(let context) = error {
-            let underlying = (context.underlyingError as NSError?)?.userInfo[NSDebugDescriptionErrorKey] as? String
-            return underlying ?? context.debugDescription
+    /// What is wrong with text that does not parse (JSONSerialization says
+    /// where; JSONDecoder does not).
+    private static func describe(_ error: any Error, in bytes: [UInt8]) -> String {
+        do {
+            _ = try JSONSerialization.jsonObject(with: Data(bytes), options: [.fragmentsAllowed])
+        } catch {
+            if let detail = (error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String { return detail }
         }
+        if case DecodingError.dataCorrupted(let context) = error { return context.debugDescription }
         return "\(error)"
     }
 }
