@@ -16,7 +16,7 @@ PULSE_DIR ?= /tmp/harmonia-pulse-$(shell id -u)-$(shell printf '%s' "$(CURDIR)" 
 WITH_PULSE = bash Tests/pulse-test-server.sh start $(PULSE_DIR) && status=0; \
 	HARMONIA_PULSE_DIR=$(PULSE_DIR)
 
-.PHONY: all deps swift build demo test test-unit test-asan test-tsan clean
+.PHONY: all deps swift build demo test test-unit test-asan test-tsan vectors clean
 
 all: build
 
@@ -76,6 +76,10 @@ test-tsan: deps swift
 	$(WITH_PULSE) HARMONIA_TSAN=1 $(SWIFT) test --sanitize=thread --scratch-path .build-tsan \
 	  --filter 'SPSCRingBuffer|NullAudioOutput|PulseAudioOutputAdapterTests|PulseAudioBehaviourTests' || status=$$?; \
 	  bash Tests/pulse-test-server.sh stop $(PULSE_DIR); exit $$status
+
+# The test vectors alone (test-unit runs them too, as a Swift test).
+vectors: build
+	@$(SWIFT) run --skip-build harmonia-play vectors specs/vectors/*.json
 
 clean:
 	rm -rf .build .build-asan .build-tsan

@@ -1,5 +1,7 @@
 // A small JSON value with ordered keys, for one-object-per-line output
-// (info --json now; events and the control protocol later).
+// (info --json now; events and the control protocol later), and read back
+// from JSON text (test vectors).
+import Foundation
 
 /// A JSON value whose objects keep their keys in insertion order.
 enum JSONValue: Equatable {
@@ -62,5 +64,62 @@ enum JSONValue: Equatable {
             }
         }
         out += "\""
+    }
+}
+
+// MARK: - Reading (test vectors)
+
+extension JSONValue: Decodable {
+    /// Any JSON text. Object keys come back sorted (JSON gives them no order
+    /// a reader may rely on).
+    init(from decoder: any Decoder) throws {
+        let c = try decoder.singleValueContainer()
+        if c.decodeNil() {
+            self = .null
+        } else if let b = try? c.decode(Bool.self) {
+            self = .bool(b)
+        } else if let i = try? c.decode(Int64.self) {
+            self = .int(i)
+        } else if let d = try? c.decode(Double.self) {
+            self = .double(d)
+        } else if let s = try? c.decode(String.self) {
+            self = .string(s)
+        } else if let a = try? c.decode([JSONValue].self) {
+            self = .array(a)
+        } else {
+            let o = try c.decode([String: JSONValue].self)
+            self = .object(o.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
+        }
+    }
+
+    /// Parses UTF-8 JSON text.
+    static func parse(_ data: [UInt8]) throws -> JSONValue {
+        try JSONDecoder().decode(JSONValue.self, from: Data(data))
+    }
+
+    /// The member `key` of an object; nil for a missing key or a non-object.
+    subscript(key: String) -> JSONValue? {
+        guard case .object(let members) = self else { return nil }
+        return members.first { $0.0 == key }?.1
+    }
+
+    var string: String? { if case .string(let s) = self { s } else { nil } }
+
+    /// A number, integer or not.
+    var number: Double? {
+        switch self {
+        case .int(let i): Double(i)
+        case .double(let d): d
+        default: nil
+        }
+    }
+
+    var array: [JSONValue]? { if case .array(let a) = self { a } else { nil } }
+    var isNull: Bool { self == .null }
+
+    /// The value as it was written, for messages.
+    var brief: String {
+        let text = serialized
+        return text.count > 60 ? String(text.prefix(57)) + "..." : text
     }
 }

@@ -24,8 +24,9 @@ struct HarmoniaPlay: ParsableCommand {
               harmonia-play info song.flac
               harmonia-play info --json *.mp3
               harmonia-play decode song.opus -o song.f32
+              harmonia-play vectors specs/vectors/*.json
             """,
-        subcommands: [PlayCommand.self, InfoCommand.self, DecodeCommand.self],
+        subcommands: [PlayCommand.self, InfoCommand.self, DecodeCommand.self, VectorsCommand.self],
         defaultSubcommand: PlayCommand.self
     )
 }
