@@ -748,7 +748,8 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
     /// Opens the track after `current` once its end is within the decode-ahead
     /// distance, so opening never delays the join.
     private func openNextEarly(after current: OpenTrack, aheadLimit: Int64) {
-        guard preopened == nil, let end = current.endFrame, end - current.nextFrame <= aheadLimit,
+        guard preopened == nil, let end = current.endFrame ?? current.info.totalFrames,
+              end - current.nextFrame <= aheadLimit,
               let next = expectedNext(after: current) else { return }
         do {
             preopened = (next.id, .success(try openTrack(next)))
@@ -886,10 +887,9 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
             let tags = Self.isLocal(track.url) ? (try? tagReader?.read(url: track.url)) : nil
             var filled = tags.map { track.filled(from: $0) } ?? track
             let start = Int64(((track.start ?? 0) * info.sampleRate).rounded())
-            var end = info.totalFrames
-            if let trackEnd = track.end {
-                end = min(end ?? .max, Int64((trackEnd * info.sampleRate).rounded()))
-            }
+            // Only a track's own end caps reads: at the file's end the decoder
+            // itself says whether the stream ended cleanly or was truncated.
+            let end = track.end.map { min(info.totalFrames ?? .max, Int64(($0 * info.sampleRate).rounded())) }
             if let total = info.totalFrames, start > total {
                 throw CoreError.invalidArgument("\(track.url): the track starts at \(track.start ?? 0) s, after the end of the file (\(info.duration) s)")
             }
@@ -1065,7 +1065,8 @@ final class OpenTrack {
     let handle: DecodeHandle
     let info: StreamInfo
     let tags: TagBundle?
-    /// The track's first and end frames in its file.
+    /// The track's first frame in its file, and its end when the track is a
+    /// range of the file (nil: the file's end).
     let startFrame: Int64
     let endFrame: Int64?
     var gain: Float
