@@ -49,7 +49,8 @@ struct SpecConsistencyTests {
     @Test("every port protocol and model type has its own section")
     func portsAndModelsDocumented() throws {
         let declaration = try NSRegularExpression(pattern: #"public (?:protocol|struct|enum|final class) ([A-Z]\w+)"#)
-        for (folder, spec) in [("Sources/HarmoniaCore/Ports", "ports.md"), ("Sources/HarmoniaCore/Models", "models.md")] {
+        for (folder, spec) in [("Sources/HarmoniaCore/Ports", "ports.md"), ("Sources/HarmoniaCore/Models", "models.md"),
+                              ("Sources/HarmoniaCore/Services", "services.md")] {
             let known = try Self.headings(spec)
             for file in Self.swiftFiles(under: folder) {
                 let text = try String(contentsOfFile: file, encoding: .utf8)

@@ -7,7 +7,7 @@ import Glibc
 /// The playback service: a queue decoded by one decode thread into an
 /// `AudioOutputPort`, whose heard-frames clock is the position.
 ///
-/// Threads (specs/services.md §Threads):
+/// Threads, as specs/services.md §Threads says:
 /// - the decode thread (a real `Thread`: it blocks on I/O) decodes ahead,
 ///   opens the next track early, and follows what the listener hears to
 ///   send track, position and range events at the right moment;
