@@ -88,7 +88,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HarmoniaPulseAudioTests",
-            dependencies: ["HarmoniaCore", "HarmoniaPulseAudio", "HarmoniaFFmpeg", "HarmoniaTestSupport", "CMallocCounter"]
+            dependencies: ["HarmoniaCore", "HarmoniaPulseAudio", "HarmoniaFFmpeg", "HarmoniaLinux", "HarmoniaTestSupport", "CMallocCounter"]
         ),
         .testTarget(
             name: "HarmoniaPlayTests",
