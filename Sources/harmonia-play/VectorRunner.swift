@@ -216,6 +216,21 @@ final class CaseRun {
             record { () throws(CoreError) in try service.setPlaybackRange(start: start, end: end) }
         case "clear_range":
             service.clearPlaybackRange()
+        // Our extension (specs/vectors/README.md): the queue.
+        case "enqueue":
+            let url = try substitute(try args.string("url"))
+            service.enqueue([Track(url: url)])
+        case "next":
+            record { () throws(CoreError) in try service.next() }
+        case "previous":
+            record { () throws(CoreError) in try service.previous() }
+        case "jump":
+            let index = try args.number("index")
+            record { () throws(CoreError) in try service.jump(to: Int(index)) }
+        case "set_repeat":
+            let name = try args.string("mode")
+            guard let mode = RepeatMode(rawValue: name) else { throw CaseFailure("set_repeat: unknown mode '\(name)'") }
+            service.setRepeatMode(mode)
         default:
             throw CaseFailure("unknown operation '\(kind)'")
         }
@@ -318,6 +333,13 @@ final class CaseRun {
             let expected = try fields.number("expected")
             let channels = try currentStream().channels
             guard Double(channels) == expected else { throw CaseFailure("expected \(expected) channels, the track has \(channels)") }
+        // Our extension: which queue entry the listener hears.
+        case "index_equals":
+            let expected = try fields.number("expected")
+            let index = service.currentIndex
+            guard index.map(Double.init) == expected else {
+                throw CaseFailure("expected queue index \(Int(expected)), it is \(index.map(String.init) ?? "none")")
+            }
         case "tags_equal":
             guard let expected = fields.value("expected") else { throw CaseFailure("missing \"expected\"") }
             try checkTags(expected)
