@@ -74,6 +74,17 @@ public final class PipeSinkRecorder: @unchecked Sendable {
         }.start()
     }
 
+    /// Frames the sink has played so far (silence included), while it runs.
+    public var framesRecorded: Int { recorded.withLock { $0.count } / (channels * 4) }
+
+    /// Everything the sink has played so far, as samples (whole frames), while it runs.
+    public func recordedSoFar() -> [Float] {
+        recorded.withLock { data in
+            let bytes = data.count / (channels * 4) * (channels * 4)
+            return data.prefix(bytes).withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
+        }
+    }
+
     /// Unloads the sink and returns everything it played, as samples.
     public func finish() throws -> [Float] {
         _ = try? PulseTestServer.pactl(["unload-module", module])

@@ -1,0 +1,301 @@
+// DefaultPlaybackService through a real PulseAudio server (issue 4's
+// requirements that need a device): pause/resume, seek, the gapless join and
+// the heard position, checked on what the sink actually played. A pipe sink
+// records the sink's output (float32, so samples are exact); the decoder is a
+// counter, so every recorded frame names its source frame.
+import Foundation
+import HarmoniaCore
+import HarmoniaPulseAudio
+import HarmoniaTestSupport
+import Testing
+
+/// `CounterDecoder` scaled by 2^-24: frame i of a source is (base + i) / 2^24,
+/// exact in float32 for counts < 2^24 and well inside [-1, 1], so the sink's
+/// float path carries it untouched and the recording names every frame.
+final class ScaledCounterDecoder: DecoderPort, @unchecked Sendable {
+    static let scale: Float = 1.0 / 16_777_216
+    let counter: CounterDecoder
+
+    init(_ sources: [String: CounterDecoder.Source]) { counter = CounterDecoder(sources) }
+
+    func open(url: String) throws(CoreError) -> DecodeHandle { try counter.open(url: url) }
+    func info(_ handle: DecodeHandle) throws(CoreError) -> StreamInfo { try counter.info(handle) }
+    func seek(_ handle: DecodeHandle, toFrame frame: Int64) throws(CoreError) { try counter.seek(handle, toFrame: frame) }
+    func position(_ handle: DecodeHandle) throws(CoreError) -> Int64 { try counter.position(handle) }
+    func close(_ handle: DecodeHandle) { counter.close(handle) }
+
+    func read(_ handle: DecodeHandle, into buffer: UnsafeMutablePointer<Float>, maxFrames: Int) throws(CoreError) -> Int {
+        let channels = try counter.info(handle).channels
+        let frames = try counter.read(handle, into: buffer, maxFrames: maxFrames)
+        for i in 0..<(frames * channels) { buffer[i] *= Self.scale }
+        return frames
+    }
+}
+
+/// One recorded non-silent frame: where it sits in the recording, and the
+/// counter value it carries (the same on every channel, or nil).
+struct CountedFrame: Equatable {
+    let at: Int
+    let value: Int?
+}
+
+/// The non-silent frames of a recording, as counter values.
+func countedFrames(_ recording: [Float], channels: Int) -> [CountedFrame] {
+    var frames: [CountedFrame] = []
+    for frame in 0..<(recording.count / channels) {
+        let samples = recording[(frame * channels)..<((frame + 1) * channels)]
+        guard samples.contains(where: { $0 != 0 }) else { continue }
+        let first = samples.first!
+        let scaled = first / ScaledCounterDecoder.scale
+        let value = Int(exactly: scaled)
+        let exact = value != nil && samples.allSatisfy { $0 == first } && Float(value!) * ScaledCounterDecoder.scale == first
+        frames.append(CountedFrame(at: frame, value: exact ? value : nil))
+    }
+    return frames
+}
+
+/// Where the recorded counter does not go up by exactly one: (index in
+/// `frames`, value before, value after).
+func breaks(_ frames: [CountedFrame]) -> [(index: Int, before: Int?, after: Int?)] {
+    var found: [(Int, Int?, Int?)] = []
+    for i in 1..<max(frames.count, 1) {
+        let before = frames[i - 1].value, after = frames[i].value
+        if before == nil || after == nil || after! != before! + 1 { found.append((i, before, after)) }
+    }
+    return found
+}
+
+/// Waits (device time passes; there is no event to await) until `condition`
+/// holds, or fails after `seconds` saying what did not happen.
+func waitUntil(_ what: String, seconds: Double = 5, _ condition: () -> Bool) throws {
+    let clock = MonotonicClockAdapter()
+    let deadline = clock.now() + UInt64(seconds * 1e9)
+    while !condition() {
+        guard clock.now() < deadline else { throw FixtureError("timed out after \(seconds) s waiting until \(what)") }
+        clock.sleep(nanoseconds: 2_000_000)
+    }
+}
+
+/// A playback service on the real PulseAudio output, recording through a
+/// pipe sink; every event is logged with the output's heard frames at that moment.
+final class PulseServiceRig: @unchecked Sendable {
+    static let rate = 48_000
+    static let latency = 0.05
+    let recorder: PipeSinkRecorder
+    let output: PulseAudioOutputAdapter
+    let decoder: ScaledCounterDecoder
+    let service: DefaultPlaybackService
+    let clock = MonotonicClockAdapter()
+    private let log = LockedValue<[LoggedEvent]>([])
+    private let stopped = DispatchSemaphore(value: 0)
+
+    struct LoggedEvent: Sendable {
+        let event: PlaybackEvent
+        /// `output.framesPlayed` when the event was sent.
+        let heard: Int64
+    }
+
+    init(_ sources: [String: CounterDecoder.Source]) throws {
+        recorder = try PipeSinkRecorder(rate: Self.rate, channels: 2)
+        output = PulseAudioOutputAdapter(options: pulseOptions(device: recorder.sinkName, latency: Self.latency))
+        decoder = ScaledCounterDecoder(sources)
+        service = DefaultPlaybackService(decoder: decoder, output: output, clock: clock)
+        let output = self.output, log = self.log, stopped = self.stopped
+        service.observe { event in
+            // The output's own lock comes last in the service's lock order.
+            log.withLock { $0.append(LoggedEvent(event: event, heard: output.framesPlayed)) }
+            if event == .stateChanged(.stopped) { stopped.signal() }
+        }
+    }
+
+    var events: [LoggedEvent] { log.withLock { $0 } }
+
+    /// The output's buffer in frames: the latency the server granted.
+    var bufferFrames: Int { Int((output.grantedLatency * Double(Self.rate)).rounded()) }
+
+    /// Blocks until the service reports `stopped`, or fails after `seconds`.
+    func waitUntilStopped(seconds: Double = 5) throws {
+        guard stopped.wait(timeout: .now() + seconds) == .success else {
+            throw FixtureError("playback did not stop within \(seconds) s (state \(service.state))")
+        }
+    }
+
+    func waitUntilPosition(_ seconds: Double) throws {
+        try waitUntil("the service's position reaches \(seconds) s") { service.currentTime() >= seconds }
+    }
+
+    /// Stops the service and the recorder; the recorded frames, as counters.
+    func finish() throws -> [CountedFrame] {
+        service.stop()
+        return countedFrames(try recorder.finish(), channels: 2)
+    }
+}
+
+extension PulseAudioTests {
+@Suite("PlaybackServicePulse: DefaultPlaybackService on PulseAudio")
+struct PlaybackServicePulseTests {
+    let rate = PulseServiceRig.rate
+    /// One period of the device on top of its buffer: the decode thread's
+    /// 10 ms poll and the sink's block.
+    let period = PulseServiceRig.rate / 100
+
+    @Test("pause then play: silent within one buffer of pause(), no frame lost or repeated")
+    func pauseResume() throws {
+        let rig = try PulseServiceRig(["a": .init(frames: Int64(rate * 3), sampleRate: Double(rate), base: 1)])
+        try rig.service.load(url: "a")
+        try rig.service.play()
+        try rig.waitUntilPosition(0.3)
+        try rig.service.pause()
+        let heardAtPause = rig.output.framesPlayed
+        let positionAtPause = rig.service.currentTime()
+        // 200 ms of pause, in the sink's own time.
+        let recordedAtPause = rig.recorder.framesRecorded
+        try waitUntil("200 ms of pause are recorded") { rig.recorder.framesRecorded >= recordedAtPause + rate / 5 }
+        let positionAfterPause = rig.service.currentTime()
+        let heardAfterPause = rig.output.framesPlayed
+        #expect(rig.service.state == .paused)
+        try rig.service.play()
+        try rig.waitUntilPosition(positionAfterPause + 0.3)
+        let buffer = rig.bufferFrames
+        let frames = try rig.finish()
+
+        // One count from the first frame to the last, silence removed.
+        #expect(frames.first?.value == 1, "the first frame played is the source's first")
+        let found = breaks(frames)
+        #expect(found.isEmpty, "no frame lost or repeated: breaks \(found.prefix(5))")
+        // One silent gap: the pause.
+        let gaps = zip(frames, frames.dropFirst()).filter { $1.at - $0.at > 1 }
+        #expect(gaps.count == 1, "one silent gap (the pause): \(gaps.map { ($0.1.at - $0.0.at - 1) })")
+        guard let gap = gaps.first, let lastBefore = gap.0.value else { return }
+        let silence = gap.1.at - gap.0.at - 1
+        // Frames sounded after pause() returned: the last frame before the gap is source frame value − 1.
+        let afterPause = Int64(lastBefore) - heardAtPause
+        print("[service pause] \(afterPause) frames sounded after pause() returned (granted buffer \(buffer) frames); "
+            + "position moved \(Int(((positionAfterPause - positionAtPause) * Double(rate)).rounded())) frames while paused "
+            + "(heard \(heardAfterPause - heardAtPause)); pause silence \(silence) frames")
+        #expect(afterPause <= Int64(buffer + period), "silent within one output buffer of pause()")
+        #expect(afterPause >= -Int64(period), "the position at pause was not ahead of what sounded")
+        #expect(heardAfterPause - heardAtPause <= Int64(buffer), "paused: the position stays put")
+        #expect(silence >= rate / 10, "the pause lasted")
+    }
+
+    @Test("seek while playing: ≤ one buffer of old audio, then the count continues exactly from the sought frame")
+    func seekWhilePlaying() throws {
+        let rig = try PulseServiceRig(["a": .init(frames: Int64(rate * 3), sampleRate: Double(rate), base: 1)])
+        try rig.service.load(url: "a")
+        try rig.service.play()
+        try rig.waitUntilPosition(0.3)
+        let target = 2 * rate                                  // frame X = 96000 (2.0 s)
+        let heardBefore = rig.output.framesPlayed
+        let began = rig.clock.now()
+        try rig.service.seek(to: Double(target) / Double(rate))
+        let positionAfter = rig.service.currentTime()
+        let seekNanoseconds = rig.clock.now() - began
+        try rig.waitUntilPosition(Double(target) / Double(rate) + 0.3)
+        let buffer = rig.bufferFrames
+        let frames = try rig.finish()
+
+        #expect(positionAfter == Double(target) / Double(rate), "currentTime() right after seek is X / rate (got \(positionAfter))")
+        #expect(frames.first?.value == 1)
+        let found = breaks(frames)
+        #expect(found.count == 1, "one discontinuity, at the seek: \(found.prefix(5))")
+        guard let jump = found.first, let lastOld = jump.before else { return }
+        // Value X + 1 is source frame X (base 1).
+        #expect(jump.after == target + 1, "after the old audio the count continues from frame X exactly")
+        let oldAfterSeek = Int64(lastOld) - heardBefore
+        let silence = frames[jump.index].at - frames[jump.index - 1].at - 1
+        let seekFrames = Int(Double(seekNanoseconds) * Double(rate) / 1e9)
+        print("[service seek] \(oldAfterSeek) frames of old audio after the heard position at seek() "
+            + "(the call took \(seekFrames) frames; granted buffer \(buffer)); \(silence) frames of silence before frame X; "
+            + "currentTime() after seek: \(positionAfter) s (X / rate = \(Double(target) / Double(rate)))")
+        #expect(oldAfterSeek <= Int64(buffer + period + seekFrames), "old audio after the seek: at most one buffer")
+        #expect(silence <= buffer + period, "the new audio follows within one buffer")
+        #expect(frames.last.flatMap(\.value).map { $0 > target + rate / 5 } == true, "the count went on from X")
+    }
+
+    @Test("gapless join: one unbroken count across two tracks; track_started when the listener reaches the boundary")
+    func gaplessJoin() throws {
+        let lengthA = rate * 6 / 10, lengthB = rate * 6 / 10
+        let rig = try PulseServiceRig([
+            "a": .init(frames: Int64(lengthA), sampleRate: Double(rate), base: 1),
+            "b": .init(frames: Int64(lengthB), sampleRate: Double(rate), base: Float(1 + lengthA)),
+        ])
+        try rig.service.load(url: "a")
+        rig.service.enqueue([Track(url: "b")])
+        try rig.service.play()
+        try rig.waitUntilStopped()                             // the queue's natural end
+        let buffer = rig.bufferFrames
+        let events = rig.events
+        let frames = try rig.finish()
+
+        // Every frame of both tracks once, in order, with no silence between.
+        #expect(frames.compactMap(\.value) == Array(1...(lengthA + lengthB)),
+                "one unbroken count: \(frames.count) frames, first \(frames.first?.value ?? -1), last \(frames.last?.value ?? -1), breaks \(breaks(frames).prefix(5))")
+        let join = frames.firstIndex { $0.value == lengthA + 1 }
+        if let join, join > 0 {
+            #expect(frames[join].at == frames[join - 1].at + 1, "no silence at the join")
+        }
+        #expect(zip(frames, frames.dropFirst()).allSatisfy { $1.at == $0.at + 1 }, "no silence anywhere")
+
+        // track_started for the second track, when the listener reached it.
+        let started = events.first { if case .trackStarted(index: 1, _) = $0.event { true } else { false } }
+        #expect(started != nil, "track_started for the second track")
+        let endedA = events.firstIndex { if case .trackEnded(index: 0, _, reason: .finished) = $0.event { true } else { false } }
+        let startedB = events.firstIndex { if case .trackStarted(index: 1, _) = $0.event { true } else { false } }
+        #expect(endedA != nil && startedB != nil && endedA! < startedB!, "the first track ended (finished), then the second started")
+        if let started {
+            let late = started.heard - Int64(lengthA)
+            print("[service gapless] track_started(1) sent with \(started.heard) frames heard: \(late) frames after the boundary "
+                + "(granted buffer \(buffer)); recording \(frames.count) frames")
+            #expect(late >= 0, "not before the listener reached the boundary")
+            #expect(late <= Int64(buffer + period), "within one buffer of the boundary")
+        }
+        #expect(events.contains { if case .trackEnded(index: 1, _, reason: .finished) = $0.event { true } else { false } })
+        #expect(rig.service.state == .stopped)
+    }
+
+    @Test("the heard position is monotonic, smooth, and never ahead of what the sink played")
+    func heardPosition() throws {
+        let rig = try PulseServiceRig(["a": .init(frames: Int64(rate * 3), sampleRate: Double(rate), base: 1)])
+        try rig.service.load(url: "a")
+        try rig.service.play()
+        try rig.waitUntilPosition(0.1)
+        let buffer = rig.bufferFrames
+        var samples: [(wall: UInt64, position: Double, recorded: Int)] = []
+        for _ in 0..<40 {
+            let wall = rig.clock.now()
+            let position = rig.service.currentTime()
+            // The newest frame the sink has played (read after the position).
+            let recording = rig.recorder.recordedSoFar()
+            var newest = 0
+            var frame = recording.count / 2 - 1
+            while frame >= 0 {
+                if recording[frame * 2] != 0 { newest = Int(recording[frame * 2] / ScaledCounterDecoder.scale); break }
+                frame -= 1
+            }
+            samples.append((wall, position, newest))             // frames 0..<newest have sounded
+            rig.clock.sleep(nanoseconds: 20_000_000)              // sampling pace, not a wait for a condition
+        }
+        _ = try rig.finish()
+
+        var worstAhead = Int.min, worstBehind = 0, worstJitter = 0.0
+        for (i, sample) in samples.enumerated() {
+            let heard = Int((sample.position * Double(rate)).rounded())
+            worstAhead = max(worstAhead, heard - sample.recorded)
+            worstBehind = max(worstBehind, sample.recorded - heard)
+            if i > 0 {
+                let previous = samples[i - 1]
+                #expect(sample.position >= previous.position, "monotonic: \(previous.position) then \(sample.position)")
+                let wall = Double(sample.wall - previous.wall) / 1e9
+                worstJitter = max(worstJitter, abs((sample.position - previous.position) - wall))
+            }
+        }
+        print("[service position] 40 samples: at most \(worstAhead) frames ahead of the recorder, at most \(worstBehind) behind; "
+            + "position step vs wall clock differs by at most \(Int((worstJitter * Double(rate)).rounded())) frames (granted buffer \(buffer) frames)")
+        #expect(worstAhead <= buffer, "never ahead of what the sink played by more than the device latency")
+        #expect(worstBehind <= 2 * buffer + rate / 10, "not far behind either")
+        #expect(worstJitter <= 0.03, "smooth: each step follows the wall clock")
+        #expect(samples.last!.position - samples.first!.position > 0.5, "it moved")
+    }
+}
+}
