@@ -513,6 +513,10 @@ final class FFmpegDecodeSession {
     ///   list) but not the length: the length comes from the tag, and any
     ///   priming FFmpeg did not skip (`firstPacketSkip` short of the tag's
     ///   delay) is ours to drop.
+    /// - MP4 with one edit: FFmpeg skips the edit's start, but takes the length
+    ///   from the edit's duration, which is in whole ticks of the movie
+    ///   timescale (milliseconds from FFmpeg's muxer): the length is the
+    ///   media's own, from the edit's start (`ContainerFacts.mp4EditedFrames`).
     /// - Ogg Opus: the stream duration includes the pre-skip.
     /// - Otherwise the container's duration, unless it is only an estimate
     ///   from the bitrate (then the length is unknown).
@@ -524,6 +528,9 @@ final class FFmpegDecodeSession {
         }
         if input.containerName.hasPrefix("mov,"), let smpb = input.metadata("iTunSMPB").flatMap(ITunesGaplessInfo.init) {
             return (smpb.originalFrames, max(0, smpb.encoderDelay - firstPacketSkip))
+        }
+        if let frames = input.mp4EditedFrames() {
+            return (frames, 0)
         }
         if input.containerName == "wav", let declared = ContainerFacts.wavDeclaredFrames(header: input.bytes(at: 0, count: 4096)) {
             return (declared, 0)

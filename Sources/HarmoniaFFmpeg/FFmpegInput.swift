@@ -165,6 +165,42 @@ final class FFmpegInput {
         return LAMEGaplessInfo(firstFrame: Array(head[sync...]))
     }
 
+    /// The frames of this MP4/QuickTime input's audio track by its own boxes
+    /// (`ContainerFacts.mp4EditedFrames`): nil for other containers, without
+    /// a single plain edit, or when the boxes cannot be read.
+    func mp4EditedFrames() -> Int64? {
+        guard containerName.hasPrefix("mov,"), let moov = movieBox(),
+              let track = ContainerFacts.mp4TrackTiming(moov: moov, trackID: Int(stream.pointee.id)) else { return nil }
+        return ContainerFacts.mp4EditedFrames(track, sampleRate: Int64(parameters.pointee.sample_rate))
+    }
+
+    /// The whole top-level `moov` box, found by walking the top-level box
+    /// headers (before or after `mdat`); nil when absent, malformed or over 64 MiB.
+    private func movieBox() -> [UInt8]? {
+        var offset: Int64 = 0
+        for _ in 0..<1024 {
+            let header = bytes(at: offset, count: 16)
+            guard header.count >= 8 else { return nil }
+            let size32 = UInt32(header[0]) << 24 | UInt32(header[1]) << 16 | UInt32(header[2]) << 8 | UInt32(header[3])
+            var size = Int64(size32)
+            if size32 == 1 {
+                guard header.count >= 16 else { return nil }
+                size = header[8..<16].reduce(Int64(0)) { $0 << 8 | Int64($1) }
+            } else if size32 == 0 {
+                guard let total = self.size else { return nil }
+                size = total - offset
+            }
+            guard size >= 8 else { return nil }
+            if header[4..<8].elementsEqual("moov".utf8) {
+                guard size <= 64 << 20 else { return nil }
+                let box = bytes(at: offset, count: Int(size))
+                return box.count == Int(size) ? box : nil
+            }
+            offset += size
+        }
+        return nil
+    }
+
     /// `file://` URLs become paths; anything else is passed to FFmpeg as is.
     static func ffmpegLocation(of url: String) -> String {
         if url.hasPrefix("file://") {

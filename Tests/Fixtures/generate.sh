@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Regenerates the audio test fixtures: audio/, bad/ and manifest.json.
+# Regenerates the audio test fixtures: audio/, bad/ and manifest.json, then gapless/.
+#   generate.sh            everything
+#   generate.sh gapless    only gapless/ (the split-sine sets; audio/ and bad/ are left alone)
 # Needs: ffmpeg + ffprobe (built with libmp3lame, libopus, libvorbis; tested with 5.1),
 #        python3 with mutagen (pip install mutagen).
 # Intermediate source WAVs go to .generated/ (git-ignored).
@@ -15,6 +17,109 @@ FF=(ffmpeg -nostdin -hide_banner -loglevel error -y)
 # Deterministic output: no encoder/version strings, no timestamps, no copied metadata.
 BX=(-fflags +bitexact -flags:a +bitexact -map_metadata -1 -map_chapters -1)
 
+# decoded_frames FILE CHANNELS -> frames `ffmpeg -i FILE -f f32le -` produces
+decoded_frames() {
+  local bytes
+  bytes=$(ffmpeg -nostdin -v error -i "$1" -map 0:a:0 -f f32le - | wc -c)
+  echo $(( bytes / (4 * $2) ))
+}
+
+# ---------------------------------------------------------------- gapless sets (gapless/)
+# A stereo sine, split as PCM into three parts whose lengths are no multiple of any codec's
+# frame (all odd), each part then encoded on its own. Played in order, the parts must give
+# the unsplit sine back: the same length to the frame, no gap or step at the joins.
+# Keep in sync with Tests/HarmoniaPlayTests/GaplessJoinTests.swift (it reads gapless.json).
+GAPLESS_FREQS=(440 1000)     # Hz, channel 0 and 1
+GAPLESS_AMPLITUDE=0.5
+GAPLESS_PARTS_44100=(57331 33967 48523)   # ~1.30 s, 0.77 s, 1.10 s
+GAPLESS_PARTS_48000=(62413 36971 52807)   # the same at 48 kHz (Opus)
+
+# gapless_source RATE PART... -> gen/sine_RATE.wav (unsplit) + gen/sine_RATE_partK.wav,
+# float32, cut from the one unsplit stream so the parts are its exact slices.
+gapless_source() {
+  local rate=$1; shift
+  local total=0 n
+  for n in "$@"; do total=$(( total + n )); done
+  local gen=.generated/gapless
+  local whole="$gen/sine_${rate}.wav"
+  "${FF[@]}" -f lavfi -i "aevalsrc=exprs=${GAPLESS_AMPLITUDE}*sin(2*PI*${GAPLESS_FREQS[0]}*t)|${GAPLESS_AMPLITUDE}*sin(2*PI*${GAPLESS_FREQS[1]}*t):s=${rate}:c=stereo:d=$(( total / rate + 1 ))" \
+    -af "atrim=end_sample=${total}" -c:a pcm_f32le "${BX[@]}" "$whole"
+  [[ $(decoded_frames "$whole" 2) == "$total" ]] || { echo "gapless: $whole is not $total frames" >&2; exit 1; }
+  local start=0 k=1
+  for n in "$@"; do
+    local part="$gen/sine_${rate}_part${k}.wav"
+    "${FF[@]}" -i "$whole" -af "atrim=start_sample=${start}:end_sample=$(( start + n )),asetpts=N/SR/TB" \
+      -c:a pcm_f32le "${BX[@]}" "$part"
+    [[ $(decoded_frames "$part" 2) == "$n" ]] || { echo "gapless: $part is not $n frames" >&2; exit 1; }
+    start=$(( start + n )); k=$(( k + 1 ))
+  done
+}
+
+gapless_fixtures() {
+  local dir=gapless gen=.generated/gapless
+  rm -rf "$dir" "$gen"
+  mkdir -p "$dir" "$gen"
+
+  gapless_source 44100 "${GAPLESS_PARTS_44100[@]}"
+  gapless_source 48000 "${GAPLESS_PARTS_48000[@]}"
+
+  local k
+  for k in 1 2 3; do
+    local s44="$gen/sine_44100_part${k}.wav" s48="$gen/sine_48000_part${k}.wav"
+    "${FF[@]}" -i "$s44" -c:a libmp3lame -b:a 96k "${BX[@]}" -write_xing 1 -id3v2_version 0 -write_id3v1 0 "$dir/mp3_part${k}.mp3"
+    # 192k: ffmpeg's native AAC encoder distorts pure tones at lower rates (~0.06 peak error)
+    "${FF[@]}" -i "$s44" -c:a aac -aac_pns 0 -b:a 192k "${BX[@]}" -movflags +faststart "$dir/aac_part${k}.m4a"
+    "${FF[@]}" -i "$s48" -c:a libopus -b:a 64k "${BX[@]}" "$dir/opus_part${k}.opus"
+    "${FF[@]}" -i "$s44" -c:a libvorbis -q:a 2 "${BX[@]}" "$dir/vorbis_part${k}.ogg"
+    "${FF[@]}" -i "$s44" -c:a flac -sample_fmt s16 -compression_level 8 "${BX[@]}" "$dir/flac_part${k}.flac"
+  done
+
+  # gapless.json: the signal, and per codec the parts with their exact frames (counted in
+  # the PCM parts) and what the ffmpeg command line decodes of each encoded part (cliFrames);
+  # "frames" is the unsplit sine's length (checked to be the parts' sum).
+  local rows=() spec codec ext rate file
+  for spec in mp3:mp3:44100 aac:m4a:44100 opus:opus:48000 vorbis:ogg:44100 flac:flac:44100; do
+    IFS=: read -r codec ext rate <<< "$spec"
+    for k in 1 2 3; do
+      file="${codec}_part${k}.${ext}"
+      rows+=("$codec $rate $file $(decoded_frames "$gen/sine_${rate}_part${k}.wav" 2) $(decoded_frames "$dir/$file" 2)")
+    done
+  done
+  printf '%s\n' "${rows[@]}" | "$PY" -c '
+import json, sys
+freqs, amplitude, whole44, whole48 = sys.argv[1].split(","), float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+sets = {}
+for line in sys.stdin:
+    codec, rate, file, frames, cli = line.split()
+    s = sets.setdefault(codec, {"codec": codec, "sampleRate": int(rate), "channels": 2, "parts": []})
+    s["parts"].append({"file": file, "frames": int(frames), "cliFrames": int(cli)})
+for s in sets.values():
+    s["frames"] = sum(p["frames"] for p in s["parts"])
+    want = whole44 if s["sampleRate"] == 44100 else whole48
+    if s["frames"] != want:
+        sys.exit("gapless: %s parts sum to %d frames, the unsplit sine has %d" % (s["codec"], s["frames"], want))
+signal = {"formula": "float32(amplitude * sin(2 * pi * frequency[c] * (i / sampleRate))), in double (aevalsrc)",
+          "frequencies": [float(f) for f in freqs], "amplitude": amplitude}
+json.dump({"signal": signal, "sets": list(sets.values())}, sys.stdout, indent=2)
+print()
+' "$(IFS=,; echo "${GAPLESS_FREQS[*]}")" "$GAPLESS_AMPLITUDE" \
+    "$(decoded_frames "$gen/sine_44100.wav" 2)" "$(decoded_frames "$gen/sine_48000.wav" 2)" > "$dir/gapless.json"
+
+  local total
+  total=$(cat "$dir"/* | wc -c)
+  echo "gapless/: $total bytes"
+  if (( total > 400000 )); then
+    echo "generate.sh: gapless fixtures exceed their ~400 kB budget" >&2; exit 1
+  fi
+}
+
+if [[ ${1:-} == gapless ]]; then
+  gapless_fixtures
+  exit 0
+elif [[ -n ${1:-} ]]; then
+  echo "usage: generate.sh [gapless]" >&2; exit 2
+fi
+
 rm -rf audio bad .generated manifest.json
 mkdir -p audio bad .generated
 
@@ -29,13 +134,6 @@ CH_EXPR=(
   '0.4*sin(2*PI*(1100+250*t)*t)'
   '0.4*sin(2*PI*(1300+50*t)*t)'
 )
-
-# decoded_frames FILE CHANNELS -> frames `ffmpeg -i FILE -f f32le -` produces
-decoded_frames() {
-  local bytes
-  bytes=$(ffmpeg -nostdin -v error -i "$1" -map 0:a:0 -f f32le - | wc -c)
-  echo $(( bytes / (4 * $2) ))
-}
 
 # src RATE CHANNELS FRAMES -> prints the path of a float32 WAV with exactly FRAMES frames
 src() {
@@ -156,3 +254,5 @@ echo "audio/ + bad/: $total bytes"
 if (( total > 2100000 )); then
   echo "generate.sh: fixtures exceed the ~2 MB budget" >&2; exit 1
 fi
+
+gapless_fixtures
