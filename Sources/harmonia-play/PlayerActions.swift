@@ -1,0 +1,61 @@
+// The player's actions, one implementation for every way of asking: keys in
+// the terminal and commands of the control protocol.
+import HarmoniaCore
+
+/// Actions on a playback service as a person or a script asks for them:
+/// relative seeks clamped to the track, volume in percent, mute, toggle.
+/// Thread-safe (the service is; the remembered mute volume is locked).
+final class PlayerActions: @unchecked Sendable {
+    let service: DefaultPlaybackService
+    private let lock = ConditionLock()
+    // Guarded by `lock`: the volume to restore when unmuting.
+    private var volumeBeforeMute: Float?
+
+    init(service: DefaultPlaybackService) {
+        self.service = service
+    }
+
+    /// Pauses when playing, plays when paused; from stopped, starts the queue.
+    func toggle() throws(CoreError) {
+        switch service.state {
+        case .playing, .buffering: try service.pause()
+        case .paused: try service.play()
+        case .stopped, .error:
+            try service.jump(to: service.currentIndex ?? 0)
+            try service.play()
+        }
+    }
+
+    /// Seeks `delta` seconds from the heard position, clamped to the track
+    /// (a seek past the end lands on the end, which plays on to the next track).
+    func seek(by delta: Double) throws(CoreError) {
+        let target = min(max(service.currentTime() + delta, 0), service.duration())
+        try service.seek(to: target)
+    }
+
+    /// Volume in percent, 0–100 (clamped); unmutes.
+    func setVolume(percent: Double) {
+        lock.withLock { volumeBeforeMute = nil }
+        service.setVolume(Float(min(max(percent, 0), 100) / 100))
+    }
+
+    /// Changes the volume by `delta` percent (from the muted level's volume when muted).
+    func changeVolume(by delta: Double) {
+        let base = lock.withLock { volumeBeforeMute } ?? service.volume
+        setVolume(percent: Double(base) * 100 + delta)
+    }
+
+    /// Mutes, or restores the volume from before muting.
+    func toggleMute() {
+        let restore = lock.withLock { () -> Float? in
+            defer { volumeBeforeMute = volumeBeforeMute == nil ? service.volume : nil }
+            return volumeBeforeMute
+        }
+        service.setVolume(restore ?? 0)
+    }
+
+    var isMuted: Bool { lock.withLock { volumeBeforeMute != nil } }
+
+    /// The volume in whole percent, as shown and reported.
+    var volumePercent: Int { Int((service.volume * 100).rounded()) }
+}
