@@ -90,8 +90,8 @@ final class FFmpegDecodeSession {
 
     // MARK: Open
 
-    init(url: String, logger: any LoggerPort) throws(CoreError) {
-        let input = try FFmpegInput(url: url)
+    init(url: String, logger: any LoggerPort, networkTimeout: Double = FFmpegDecoderAdapter.defaultNetworkTimeout) throws(CoreError) {
+        let input = try FFmpegInput(url: url, networkTimeout: networkTimeout)
         self.input = input
         self.logger = logger
         let parameters = input.parameters.pointee

@@ -10,17 +10,26 @@ import Synchronization
 /// every codec. Thread-safe: the session table is guarded by a mutex and each
 /// session by its own, so different handles decode in parallel.
 public final class FFmpegDecoderAdapter: DecoderPort {
+    /// Seconds a network source may send nothing before a read fails (15).
+    public static let defaultNetworkTimeout = 15.0
+
     private let logger: any LoggerPort
+    private let networkTimeout: Double
     private let sessions = Mutex<[DecodeHandle: LockedSession]>([:])
     private let nextID = Atomic<UInt64>(1)
 
-    /// - Parameter logger: receives warnings (skipped corrupt packets).
-    public init(logger: any LoggerPort = NoopLoggerAdapter()) {
+    /// - Parameters:
+    ///   - logger: receives warnings (skipped corrupt packets).
+    ///   - networkTimeout: seconds an http(s) source may send nothing before
+    ///     `open` or `read` fails with `ioError`; until then a read waits (the
+    ///     playback service shows `buffering` once the output runs dry).
+    public init(logger: any LoggerPort = NoopLoggerAdapter(), networkTimeout: Double = FFmpegDecoderAdapter.defaultNetworkTimeout) {
         self.logger = logger
+        self.networkTimeout = networkTimeout
     }
 
     public func open(url: String) throws(CoreError) -> DecodeHandle {
-        let session = try FFmpegDecodeSession(url: url, logger: logger)
+        let session = try FFmpegDecodeSession(url: url, logger: logger, networkTimeout: networkTimeout)
         let handle = DecodeHandle(id: nextID.add(1, ordering: .relaxed).oldValue)
         sessions.withLock { $0[handle] = LockedSession(session) }
         return handle

@@ -23,7 +23,9 @@ final class FFmpegInput {
     /// Opens `url`, identifies its container by content (not by name alone),
     /// reads its headers and stream info, and selects the best audio stream.
     /// - Throws: CoreError as in specs/ports.md §open(url:).
-    init(url: String) throws(CoreError) {
+    /// - Parameter networkTimeout: seconds a network source may send nothing
+    ///   before a read fails with `ioError`.
+    init(url: String, networkTimeout: Double = FFmpegDecoderAdapter.defaultNetworkTimeout) throws(CoreError) {
         _ = quietFFmpegLogging
         guard !url.isEmpty else { throw .invalidArgument("url is empty: give a file path or an http(s) URL") }
         self.url = url
@@ -33,8 +35,8 @@ final class FFmpegInput {
         var options: OpaquePointer? = nil
         defer { av_dict_free(&options) }
         if location.hasPrefix("http:") || location.hasPrefix("https:") {
-            // Never hang forever on a dead server: 15 s without data is an I/O error.
-            av_dict_set(&options, "rw_timeout", "15000000", 0)
+            // Never hang forever on a dead server: `networkTimeout` without data is an I/O error.
+            av_dict_set(&options, "rw_timeout", String(Int64(networkTimeout * 1e6)), 0)
             av_dict_set(&options, "reconnect", "1", 0)
         }
         var io: UnsafeMutablePointer<AVIOContext>? = nil

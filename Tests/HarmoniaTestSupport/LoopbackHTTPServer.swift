@@ -1,10 +1,12 @@
 // A minimal HTTP/1.0 file server on 127.0.0.1 for testing network sources:
-// GET of a file under its root answers 200 with the bytes (or 404). One
+// GET of a file under its root answers 200 with the bytes (or 404), and can
+// stall part-way through a file. One
 // thread, one connection at a time; stops when `stop()` is called.
 #if canImport(Glibc)
 import Glibc
 #endif
 import Foundation
+import HarmoniaCore
 
 public final class LoopbackHTTPServer: @unchecked Sendable {
     public let port: UInt16
@@ -15,6 +17,7 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
     private let stopped = LockedValue(false)
     /// Requests served so far (paths).
     public let requests = LockedValue<[String]>([])
+    private let stall = Stall()
 
     /// Starts serving files under `root` on an ephemeral loopback port.
     public init(root: String) throws {
@@ -35,12 +38,12 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         }
         port = UInt16(bigEndian: address.sin_port)
         listener = fd
-        let listener = fd, root = self.root, stopped = self.stopped, requests = self.requests
+        let listener = fd, root = self.root, stopped = self.stopped, requests = self.requests, stall = self.stall
         thread = Thread {
             while !stopped.withLock({ $0 }) {
                 let client = accept(listener, nil, nil)
                 if client < 0 { continue }
-                Self.serve(client, root: root, requests: requests)
+                Self.serve(client, root: root, requests: requests, stall: stall)
                 close(client)
             }
         }
@@ -49,14 +52,29 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
 
     public func url(_ file: String) -> String { "http://127.0.0.1:\(port)/\(file)" }
 
+    /// Makes the next response for `/file` send `bytes` bytes of its body,
+    /// then nothing until `release()` (or `stop()`): a network stall.
+    public func stall(_ file: String, afterBytes bytes: Int) {
+        stall.lock.withLock { stall.path = "/" + file; stall.afterBytes = bytes; stall.released = false }
+    }
+    /// Blocks until a stalled response has sent its first bytes.
+    public func waitUntilStalled() {
+        stall.lock.withLock { while !stall.reached { stall.lock.wait() } }
+    }
+    /// Lets a stalled response go on.
+    public func release() {
+        stall.lock.withLock { stall.released = true; stall.lock.broadcast() }
+    }
+
     /// Stops accepting; closes the listening socket.
     public func stop() {
+        release()
         stopped.withLock { $0 = true }
         shutdown(listener, Int32(SHUT_RDWR))
         close(listener)
     }
 
-    private static func serve(_ client: Int32, root: String, requests: LockedValue<[String]>) {
+    private static func serve(_ client: Int32, root: String, requests: LockedValue<[String]>, stall: Stall) {
         var request = [UInt8]()
         var buffer = [UInt8](repeating: 0, count: 4096)
         while !request.ends(with: [13, 10, 13, 10]) {
@@ -71,10 +89,19 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         let file = root + path
         if !path.contains(".."), let data = FileManager.default.contents(atPath: file) {
             send(client, "HTTP/1.0 200 OK\r\nContent-Length: \(data.count)\r\nContent-Type: application/octet-stream\r\n\r\n")
+            let stallAt = stall.lock.withLock { stall.path == path && !stall.released ? stall.afterBytes : nil }
             data.withUnsafeBytes { bytes in
                 var offset = 0
                 while offset < bytes.count {
-                    let n = write(client, bytes.baseAddress! + offset, bytes.count - offset)
+                    if let stallAt, offset >= stallAt {
+                        stall.lock.withLock {
+                            stall.reached = true
+                            stall.lock.broadcast()
+                            while !stall.released { stall.lock.wait() }
+                        }
+                    }
+                    let end = stallAt.map { offset < $0 ? min($0, bytes.count) : bytes.count } ?? bytes.count
+                    let n = write(client, bytes.baseAddress! + offset, end - offset)
                     if n <= 0 { break }
                     offset += n
                 }
@@ -88,6 +115,16 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         let bytes = Array(text.utf8)
         _ = bytes.withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
     }
+}
+
+/// The stall set by `stall(_:afterBytes:)`.
+private final class Stall: @unchecked Sendable {
+    let lock = ConditionLock()
+    // Guarded by `lock`.
+    var path: String?
+    var afterBytes = 0
+    var released = true
+    var reached = false
 }
 
 private extension Array where Element == UInt8 {
