@@ -45,7 +45,8 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
     }
 
     public let events: AsyncStream<AudioOutputEvent>
-    private let continuation: AsyncStream<AudioOutputEvent>.Continuation
+    public func observe(_ handler: @escaping @Sendable (AudioOutputEvent) -> Void) { hub.observe(handler) }
+    private let hub = EventHub<AudioOutputEvent>()
     private let options: Options
     private let mainloop: OpaquePointer
 
@@ -77,7 +78,7 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
 
     public init(options: Options = Options()) {
         self.options = options
-        (events, continuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(256))
+        events = hub.stream()
         mainloop = pa_threaded_mainloop_new()
         pa_threaded_mainloop_start(mainloop)
     }
@@ -91,7 +92,7 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
         }
         pa_threaded_mainloop_stop(mainloop)
         pa_threaded_mainloop_free(mainloop)
-        continuation.finish()
+        hub.finish()
     }
 
     // MARK: AudioOutputPort
@@ -469,7 +470,7 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
                 let underruns = rt.underruns.load(ordering: .relaxed)
                 if underruns != reportedUnderruns {
                     reportedUnderruns = underruns
-                    continuation.yield(.underrun(count: underruns))
+                    hub.emit(.underrun(count: underruns))
                 }
             }
             if serverLost {
@@ -486,7 +487,7 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
     /// frame that was playing.
     private func reconnect() {
         let heard = lastHeard
-        continuation.yield(.error(.ioError("PulseAudio server lost during playback; reconnecting")))
+        hub.emit(.error(.ioError("PulseAudio server lost during playback; reconnecting")))
         let lostAt = lastPosition
         teardownStream()
         teardownContext()
@@ -502,7 +503,7 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
                 try openStream()
                 if started && !paused { setPlaying(true) }
                 lastPosition = rt?.streamOrigin ?? lastPosition
-                continuation.yield(.reconnected(frame: heard))
+                hub.emit(.reconnected(frame: heard))
                 return
             } catch {
                 teardownStream()

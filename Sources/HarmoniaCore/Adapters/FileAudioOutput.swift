@@ -17,7 +17,8 @@ import Musl
 public final class FileAudioOutput: AudioOutputPort, @unchecked Sendable {
     public let path: String
     public let events: AsyncStream<AudioOutputEvent>
-    private let continuation: AsyncStream<AudioOutputEvent>.Continuation
+    public func observe(_ handler: @escaping @Sendable (AudioOutputEvent) -> Void) { hub.observe(handler) }
+    private let hub = EventHub<AudioOutputEvent>()
     private let isWAV: Bool
 
     private let lock = ConditionLock()
@@ -34,13 +35,13 @@ public final class FileAudioOutput: AudioOutputPort, @unchecked Sendable {
     public init(path: String) {
         self.path = path
         isWAV = path.lowercased().hasSuffix(".wav")
-        (events, continuation) = AsyncStream.makeStream()
+        events = hub.stream()
     }
 
     deinit {
         lock.withLock { closeFile() }
         scratch?.deallocate()
-        continuation.finish()
+        hub.finish()
     }
 
     public func configure(sampleRate: Double, channels: Int) throws(CoreError) {
@@ -111,7 +112,7 @@ public final class FileAudioOutput: AudioOutputPort, @unchecked Sendable {
             guard writeAll(UnsafeRawBufferPointer(start: source, count: samples * 4)) else {
                 let error = CoreError.ioError("\(path): write failed (\(String(cString: strerror(errno))))")
                 running = false
-                continuation.yield(.error(error))
+                hub.emit(.error(error))
                 return 0
             }
             written += Int64(frameCount)

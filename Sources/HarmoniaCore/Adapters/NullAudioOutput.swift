@@ -23,7 +23,8 @@ public final class NullAudioOutput: AudioOutputPort, @unchecked Sendable {
     }
 
     public let events: AsyncStream<AudioOutputEvent>
-    private let continuation: AsyncStream<AudioOutputEvent>.Continuation
+    public func observe(_ handler: @escaping @Sendable (AudioOutputEvent) -> Void) { hub.observe(handler) }
+    private let hub = EventHub<AudioOutputEvent>()
     private let pace: Pace
     private let periodFrames: Int
     private let ringFrames: Int
@@ -56,12 +57,12 @@ public final class NullAudioOutput: AudioOutputPort, @unchecked Sendable {
         self.pace = pace
         self.periodFrames = periodFrames
         self.ringFrames = ringFrames
-        (events, continuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(256))
+        events = hub.stream()
     }
 
     deinit {
         stop()
-        continuation.finish()
+        hub.finish()
     }
 
     public func configure(sampleRate: Double, channels: Int) throws(CoreError) {
@@ -172,7 +173,7 @@ public final class NullAudioOutput: AudioOutputPort, @unchecked Sendable {
             lock.broadcast()
             return got
         }
-        if let event { continuation.yield(event) }
+        if let event { hub.emit(event) }
         return got
     }
 
@@ -224,7 +225,7 @@ public final class NullAudioOutput: AudioOutputPort, @unchecked Sendable {
                 }
                 lock.broadcast()
             }
-            if let event { continuation.yield(event) }
+            if let event { hub.emit(event) }
         }
     }
 }

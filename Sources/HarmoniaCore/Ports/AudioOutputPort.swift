@@ -66,4 +66,12 @@ public protocol AudioOutputPort: AnyObject, Sendable {
 
     /// Underruns, errors and reconnections, reported off the real-time thread.
     var events: AsyncStream<AudioOutputEvent> { get }
+
+    /// Calls `handler` for every event, synchronously on the thread that
+    /// reports it (never the real-time thread), possibly while the output holds
+    /// its own lock: the handler must only hand the event over — never call
+    /// the output, block or wait. Unlike `events`, it needs no Swift
+    /// concurrency executor, so a caller whose pool is busy still hears of an
+    /// underrun.
+    func observe(_ handler: @escaping @Sendable (AudioOutputEvent) -> Void)
 }

@@ -59,6 +59,7 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
     private var readInFlight: OpenTrack?
     private var replayGain: ReplayGainSettings
     private var nextPositionTick: UInt64 = 0
+    private var outputEvents: OutputEventInbox?
     private let threadBuffer = SampleBuffer()
     private let controlBuffer = SampleBuffer()
     /// Decoded frames the output has not accepted yet: `count` frames at
@@ -96,6 +97,7 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
             control.shuttingDown = true
             engine.broadcast()
         }
+        outputEvents?.close()
         output.stop()
         for open in allOpenTracks() where !open.closed { decoder.close(open.handle) }
         hub.finish()
@@ -673,8 +675,11 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
     }
 
     /// Decodes the first frames right away (in a control call), so sound can
-    /// start before the decode thread's next pass.
+    /// start before the decode thread's next pass. Not for network sources:
+    /// their reads may stall, and a control call must not hold the engine
+    /// lock through a stall (the decode thread reads with it released).
     private func prefill() {
+        guard let decoding, Self.isLocal(decoding.track.url) else { return }
         let target = written + Int64(configuration.prefillFrames)
         while written < target, pending == nil, step(unlockForRead: false) == .again {}
     }
@@ -1008,14 +1013,21 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
 
     /// Underruns become events, and `buffering` while a read is stalled;
     /// output errors become error events (the output reconnects itself).
+    /// The output's observer only queues the event (it may run under the
+    /// output's lock); a thread of the service's own handles it, so nothing
+    /// depends on a Swift concurrency executor being free.
     private func startOutputEventForwarder() {
-        let events = output.events
-        Task.detached { [weak self] in
-            for await event in events {
+        let inbox = OutputEventInbox()
+        output.observe { inbox.post($0) }
+        let thread = Thread { [weak self] in
+            while let event = inbox.take() {
                 guard let self else { return }
                 self.handle(event)
             }
         }
+        thread.name = "harmonia.output-events"
+        outputEvents = inbox
+        thread.start()
     }
 
     private func handle(_ event: AudioOutputEvent) {
@@ -1128,6 +1140,37 @@ final class SampleBuffer {
     }
 
     deinit { pointer.deallocate() }
+}
+
+/// Output events on their way from the output's observer to the service's
+/// event thread: `post` never blocks for long; `take` waits for one.
+final class OutputEventInbox: @unchecked Sendable {
+    private let lock = ConditionLock()
+    // Guarded by `lock`.
+    private var queue: [AudioOutputEvent] = []
+    private var closed = false
+
+    func post(_ event: AudioOutputEvent) {
+        lock.withLock {
+            queue.append(event)
+            lock.broadcast()
+        }
+    }
+
+    /// The next event, or nil once closed.
+    func take() -> AudioOutputEvent? {
+        lock.withLock {
+            while queue.isEmpty && !closed { lock.wait() }
+            return closed ? nil : queue.removeFirst()
+        }
+    }
+
+    func close() {
+        lock.withLock {
+            closed = true
+            lock.broadcast()
+        }
+    }
 }
 
 /// The engine lock and the decode thread's waiting state, shared with the

@@ -1,15 +1,22 @@
 // EventHub — specs/services.md §Events
+//
+// One way to publish events for the service and the outputs alike.
 
 /// Fans events out to any number of `AsyncStream`s and synchronous observers.
-/// Thread-safe; `emit` never blocks (each stream buffers its newest 1024).
-final class EventHub<Event: Sendable>: @unchecked Sendable {
+/// Thread-safe; `emit` never blocks (each stream buffers its newest 1024) and
+/// never allocates on behalf of a caller that holds no subscribers' locks, so
+/// it is fine for supervisor threads, but not for a real-time thread.
+public final class EventHub<Event: Sendable>: @unchecked Sendable {
     private let lock = ConditionLock()
     // Guarded by `lock`.
     private var streams: [Int: AsyncStream<Event>.Continuation] = [:]
     private var observers: [Int: @Sendable (Event) -> Void] = [:]
     private var nextID = 0
 
-    func stream() -> AsyncStream<Event> {
+    public init() {}
+
+    /// A new stream of every event from now on.
+    public func stream() -> AsyncStream<Event> {
         let (stream, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(1024))
         let id = lock.withLock { () -> Int in
             nextID += 1
@@ -25,20 +32,22 @@ final class EventHub<Event: Sendable>: @unchecked Sendable {
 
     /// Calls `observer` on the emitting thread for every event; it must return
     /// quickly and must not call back into the service.
-    func observe(_ observer: @escaping @Sendable (Event) -> Void) {
+    public func observe(_ observer: @escaping @Sendable (Event) -> Void) {
         lock.withLock {
             nextID += 1
             observers[nextID] = observer
         }
     }
 
-    func emit(_ event: Event) {
+    /// Sends `event` to every observer (on this thread) and every stream.
+    public func emit(_ event: Event) {
         let (streams, observers) = lock.withLock { (Array(self.streams.values), Array(self.observers.values)) }
         for observer in observers { observer(event) }
         for continuation in streams { continuation.yield(event) }
     }
 
-    func finish() {
+    /// Ends every stream.
+    public func finish() {
         let streams = lock.withLock { Array(self.streams.values) }
         for continuation in streams { continuation.finish() }
     }
