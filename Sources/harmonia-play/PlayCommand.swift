@@ -101,7 +101,7 @@ struct PlayCommand: ParsableCommand {
     @Flag(help: "No progress output (errors still go to stderr).")
     var quiet = false
 
-    @Option(name: .customLong("repeat"), help: "Repeat: off, one (the current track) or all (the queue).")
+    @Option(name: .customLong("repeat"), help: ArgumentHelp("Repeat nothing, the current track, or the whole queue.", valueName: "off|one|all"))
     var repeatMode: RepeatMode = .off
 
     @Flag(help: "Play the queue in a random order.")

@@ -72,9 +72,10 @@ struct QueuePlayer {
                     service.stop()
                     return .quit
                 case .inputClosed?:
-                    // No command can come: end as without a control channel.
+                    // No command can come: end as without a control channel
+                    // (and at once when paused: nothing could resume it).
                     switch service.state {
-                    case .stopped, .error: ended = true
+                    case .stopped, .error, .paused: ended = true
                     default: break
                     }
                 default:

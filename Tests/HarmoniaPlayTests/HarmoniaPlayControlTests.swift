@@ -181,6 +181,15 @@ struct HarmoniaPlayControlTests {
         #expect(player.waitForExit() == 0)
     }
 
+    @Test("stdin ending while paused exits 0 (nothing could resume it)")
+    func endOfInputWhilePaused() throws {
+        let player = try LineProcess.harmoniaPlay(["--output", "null", "--control", "stdin", Self.flac])
+        player.write(Self.request(1, "pause"))
+        _ = try Self.reply(player.stdout, 1)
+        player.closeInput()
+        #expect(player.waitForExit() == 0)
+    }
+
     @Test("a Unix socket, mode 0600, two clients at once: both get events, each its own replies")
     func unixSocket() throws {
         let path = NSTemporaryDirectory() + "harmonia-play-\(getpid())-\(UUID().uuidString.prefix(6)).sock"

@@ -1,5 +1,5 @@
 // What the player's main loop calls for the machine interface: JSON events
-// (--json) and the control protocol (--control).
+// (--json) and the control protocol (--control) — specs/control-protocol.md §Transports.
 import HarmoniaCore
 
 /// Writes events as JSON lines and answers control requests. Used only on
