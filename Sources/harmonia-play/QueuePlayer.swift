@@ -33,6 +33,13 @@ struct QueuePlayer {
         // The observer runs on the service's threads, possibly under its lock:
         // it only hands the event over.
         service.observe { inbox.post(.event($0)) }
+        do throws(CoreError) {
+            try control?.open()
+        } catch {
+            Console.err("harmonia-play: \(error.category.rawValue): \(error.message)")
+            return .finished(failures: 1)
+        }
+        defer { control?.shutdown() }
         service.enqueue(tracks)
 
         var failures = 0
@@ -52,14 +59,7 @@ struct QueuePlayer {
             }
         } }
         // Requests are read once the queue has started.
-        do throws(CoreError) {
-            try control?.start(inbox: inbox)
-        } catch {
-            service.stop()
-            Console.err("harmonia-play: \(error.category.rawValue): \(error.message)")
-            return .finished(failures: failures + 1)
-        }
-        defer { control?.shutdown() }
+        control?.start(inbox: inbox)
 
         while !ended {
             switch inbox.take() {

@@ -239,6 +239,12 @@ struct HarmoniaPlayControlTests {
         _ = try Self.reply(a.lines, 3)
         _ = try Self.event(a.lines, "seeked") { $0["position"] as? Double == 0.5 }
 
+        // A second player cannot take over a live socket.
+        let second = try ProcessRunner.harmoniaPlay(["--output", "null", "--control", "unix:" + path, Self.flac])
+        #expect(second.status == 1)
+        #expect(second.stderrText.contains("another player is listening"))
+        #expect(second.stdoutText.isEmpty)
+
         a.write(Self.request(4, "quit"))
         _ = try Self.reply(a.lines, 4)
         #expect(player.waitForExit() == 0)

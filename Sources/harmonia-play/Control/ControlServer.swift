@@ -112,18 +112,25 @@ final class ControlServer: @unchecked Sendable {
         self.transport = transport
     }
 
-    /// Opens the transport and starts its reader threads; `post` receives
-    /// every line in order per client.
-    func start(post: @escaping @Sendable (ControlMessage) -> Void) throws(CoreError) {
+    /// Creates the socket (connections wait in its backlog until `start`).
+    func open() throws(CoreError) {
+        guard case .unix(let path) = transport else { return }
+        let fd = try Self.listen(path: path)
+        lock.withLock { listenFD = fd }
+    }
+
+    /// Starts the reader threads (and accepting, after `open`); `post`
+    /// receives every line in order per client.
+    func start(post: @escaping @Sendable (ControlMessage) -> Void) {
         lock.withLock { self.post = post }
         switch transport {
         case .stdin:
             let client = ControlClient(writeFD: 1, isStdin: true)
             lock.withLock { clients[ObjectIdentifier(client)] = client }
             startReader(fd: 0, client: client)
-        case .unix(let path):
-            let fd = try Self.listen(path: path)
-            lock.withLock { listenFD = fd }
+        case .unix:
+            let fd = lock.withLock { listenFD }
+            guard fd >= 0 else { return }
             let thread = Thread { [self] in acceptLoop(fd) }
             thread.name = "control-accept"
             thread.start()

@@ -28,9 +28,12 @@ final class ControlSession {
         self.waitsForCommands = transport != nil
     }
 
+    /// Creates the Unix socket, before playback starts (a failure ends the player).
+    func open() throws(CoreError) { try server?.open() }
+
     /// Starts reading requests; each message is posted to `inbox`.
-    func start(inbox: EventInbox) throws(CoreError) {
-        try server?.start { inbox.post(.control($0)) }
+    func start(inbox: EventInbox) {
+        server?.start { inbox.post(.control($0)) }
     }
 
     /// Writes `event` to every listener.
