@@ -1,5 +1,6 @@
 // What the playing command waits for: the service's events (handed over by
-// a synchronous observer) and termination signals, in arrival order.
+// a synchronous observer), control requests and termination signals, in
+// arrival order.
 import Dispatch
 import HarmoniaCore
 #if canImport(Glibc)
@@ -13,6 +14,8 @@ final class EventInbox: @unchecked Sendable {
         case event(PlaybackEvent)
         /// SIGINT or SIGTERM arrived.
         case signal(Int32)
+        /// A control-protocol request, or the end of a client's input.
+        case control(ControlMessage)
     }
 
     private let lock = ConditionLock()

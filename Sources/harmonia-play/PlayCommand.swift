@@ -5,6 +5,10 @@ import HarmoniaCore
 import HarmoniaFFmpeg
 import HarmoniaLinux
 import HarmoniaPulseAudio
+import Logging
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Where `play` sends the sound (`--output`).
 enum OutputChoice: ExpressibleByArgument, Equatable {
@@ -30,6 +34,8 @@ enum OutputChoice: ExpressibleByArgument, Equatable {
 }
 
 extension ReplayGainMode: ExpressibleByArgument {}
+extension RepeatMode: ExpressibleByArgument {}
+extension ControlTransport: ExpressibleByArgument {}
 
 struct PlayCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -46,6 +52,13 @@ struct PlayCommand: ParsableCommand {
             Exit status: 0 everything played, 1 some input (or the output) failed,
             2 usage error, 130/143 stopped by SIGINT/SIGTERM.
 
+            --json writes the service's events on stdout as JSON lines and nothing else.
+            --control takes JSON-line commands on stdin (replies and events on stdout) or
+            on a Unix socket (mode 0600, any number of clients); see specs/control-protocol.md.
+            With --control, inputs are optional (queue/add fills the queue), and the player
+            stays at the end of the queue until the 'quit' command (exit 0); if stdin ends
+            (--control stdin), it exits when playback ends.
+
             Examples:
               harmonia-play song.flac next.mp3 http://host/stream.ogg
               harmonia-play --start 1:30 --end 2:00 song.flac
@@ -53,6 +66,9 @@ struct PlayCommand: ParsableCommand {
               harmonia-play --output file:out.f32 a.flac b.flac   # raw float32, as fast as decoding goes
               harmonia-play --output null --quiet song.opus       # real time, no sound
               harmonia-play --device alsa_output.usb --latency 20 song.wav
+              harmonia-play --json --output null song.flac          # events as JSON lines
+              harmonia-play --control unix:/tmp/hp.sock --repeat all *.flac
+              echo '{"message_id":1,"command":"status"}' | harmonia-play --control stdin a.flac
             """
     )
 
@@ -85,10 +101,41 @@ struct PlayCommand: ParsableCommand {
     @Flag(help: "No progress output (errors still go to stderr).")
     var quiet = false
 
-    @Argument(help: ArgumentHelp("Audio files or URLs, played in order.", valueName: "INPUT"))
-    var inputs: [String]
+    @Option(name: .customLong("repeat"), help: ArgumentHelp("Repeat nothing, the current track, or the whole queue.", valueName: "off|one|all"))
+    var repeatMode: RepeatMode = .off
+
+    @Flag(help: "Play the queue in a random order.")
+    var shuffle = false
+
+    @Flag(help: "The service's events as JSON lines on stdout (nothing else goes to stdout).")
+    var json = false
+
+    @Option(help: ArgumentHelp("Take commands (JSON lines) on stdin or on a Unix socket at PATH (specs/control-protocol.md).", valueName: "stdin|unix:PATH"))
+    var control: ControlTransport?
+
+    @Option(help: ArgumentHelp("Milliseconds between position events, 0 for none (default 1000 with --json or --control, else none).", valueName: "MS"))
+    var tick: Double?
+
+    @Option(name: .customLong("log-level"), help: ArgumentHelp("Lowest level logged on stderr: trace, debug, info, notice, warning, error or critical.", valueName: "LEVEL"))
+    var logLevel: Logger.Level = .warning
+
+    @Argument(help: ArgumentHelp("Audio files or URLs, played in order (optional with --control).", valueName: "INPUT"))
+    var inputs: [String] = []
 
     func validate() throws {
+        if inputs.isEmpty && control == nil {
+            throw ValidationError("Missing expected argument '<INPUT> ...' (inputs may be left out only with --control)")
+        }
+        if let tick, !(tick.isFinite && tick >= 0 && tick <= 3_600_000) {
+            throw ValidationError("--tick must be a number of milliseconds, 0 or more; got \(Self.number(tick))")
+        }
+        if let tick, tick > 0, tick < 10 { throw ValidationError("--tick must be 0 (off) or at least 10 ms") }
+        if (start != nil || end != nil) && inputs.isEmpty {
+            throw ValidationError("--start and --end apply to the first input; none was given")
+        }
+        if case .unix(let path)? = control, path.utf8.count > 107 {
+            throw ValidationError("--control unix:PATH: the path is longer than 107 bytes")
+        }
         guard volume.isFinite, (0...100).contains(volume) else {
             throw ValidationError("--volume must be a percentage from 0 to 100; got \(Self.number(volume))")
         }
@@ -111,25 +158,44 @@ struct PlayCommand: ParsableCommand {
     }
 
     func run() throws {
+        StderrLogHandler.bootstrap()
+        let machine = json || control != nil
         var configuration = PlaybackConfiguration()
-        configuration.positionInterval = 0  // nothing here shows positions
+        // Positions are shown only to machines (events).
+        configuration.positionInterval = (tick ?? (machine ? 1000 : 0)) / 1000
         configuration.replayGain = ReplayGainSettings(mode: replaygain, preampDB: preamp ?? 0)
-        // The service's own log repeats what its events say; the decoder's
-        // warnings (data it skipped) are news to the user.
-        var factory = CoreFactory(output: factoryOutput, configuration: configuration, logger: NoopLoggerAdapter())
-        factory.decoder = FFmpegDecoderAdapter(logger: WarningLogger())
+        // The decoder's warnings (data it skipped) are news to the user:
+        // `harmonia-play: warning: PATH: ...`. The service's own warnings
+        // repeat its error events (reported anyway), so its log starts at info.
+        let serviceLogger: any LoggerPort = logLevel <= .info
+            ? SwiftLogLoggerAdapter(label: "harmonia", level: logLevel) : NoopLoggerAdapter()
+        var factory = CoreFactory(output: factoryOutput, configuration: configuration, logger: serviceLogger)
+        factory.decoder = FFmpegDecoderAdapter(logger: SwiftLogLoggerAdapter(label: "harmonia.ffmpeg", level: logLevel))
         let service = factory.makePlaybackService()
         if volume != 100 { service.setVolume(Float(volume / 100)) }
+        if repeatMode != .off { service.setRepeatMode(repeatMode) }
+        if shuffle { service.setShuffle(true) }
 
         var tracks = inputs.map { Track(url: $0) }
-        tracks[0].start = start
-        tracks[0].end = end
+        if !tracks.isEmpty {
+            tracks[0].start = start
+            tracks[0].end = end
+        }
 
-        switch QueuePlayer(service: service, quiet: quiet).run(tracks) {
+        var player = QueuePlayer(service: service, quiet: quiet || json || control == .stdin)
+        if machine {
+            // A client that went away is a failed write, not a fatal signal.
+            signal(SIGPIPE, SIG_IGN)
+            let dispatcher = ControlDispatcher(service: service, actions: PlayerActions(service: service))
+            player.control = ControlSession(dispatcher: dispatcher, transport: control, json: json)
+        }
+        switch player.run(tracks) {
         case .finished(let failures):
             if failures > 0 { throw ExitCode(1) }
         case .interrupted(let signo):
             throw ExitCode(128 + signo)
+        case .quit:
+            break
         }
     }
 

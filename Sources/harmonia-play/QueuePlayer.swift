@@ -16,10 +16,15 @@ struct QueuePlayer {
         case finished(failures: Int)
         /// SIGINT or SIGTERM: playback was stopped.
         case interrupted(signal: Int32)
+        /// The control protocol's `quit`: playback was stopped.
+        case quit
     }
 
     let service: DefaultPlaybackService
     let quiet: Bool
+    /// JSON events and control requests (--json, --control); with a control
+    /// channel the player stays at the end of the queue until `quit`.
+    var control: ControlSession? = nil
 
     /// Plays `tracks` in order. Call once, on a fresh service.
     func run(_ tracks: [Track]) -> Outcome {
@@ -28,11 +33,18 @@ struct QueuePlayer {
         // The observer runs on the service's threads, possibly under its lock:
         // it only hands the event over.
         service.observe { inbox.post(.event($0)) }
+        do throws(CoreError) {
+            try control?.open()
+        } catch {
+            Console.err("harmonia-play: \(error.category.rawValue): \(error.message)")
+            return .finished(failures: 1)
+        }
+        defer { control?.shutdown() }
         service.enqueue(tracks)
 
         var failures = 0
         var ended = false
-        do {
+        if !tracks.isEmpty { do {
             // Inputs that cannot be opened are reported (error events) and
             // skipped; the call throws only when none from here on opens.
             try service.jump(to: 0)
@@ -43,16 +55,34 @@ struct QueuePlayer {
             if case .error = service.state {} else {
                 Console.err("harmonia-play: \(error.category.rawValue): \(error.message)")
                 failures += 1
-                ended = true
+                ended = !(control?.waitsForCommands ?? false)
             }
-        }
+        } }
+        // Requests are read once the queue has started.
+        control?.start(inbox: inbox)
 
         while !ended {
             switch inbox.take() {
             case .signal(let signo):
                 service.stop()
                 return .interrupted(signal: signo)
+            case .control(let message):
+                switch control?.handle(message) {
+                case .quit?:
+                    service.stop()
+                    return .quit
+                case .inputClosed?:
+                    // No command can come: end as without a control channel
+                    // (and at once when paused: nothing could resume it).
+                    switch service.state {
+                    case .stopped, .error, .paused: ended = true
+                    default: break
+                    }
+                default:
+                    break
+                }
             case .event(let event):
+                control?.event(event)
                 switch event {
                 case .error(let error, let url):
                     failures += 1
@@ -62,9 +92,13 @@ struct QueuePlayer {
                         Console.err("harmonia-play: \(error.category.rawValue): \(error.message)")
                     }
                 case .trackStarted(let index, let track):
-                    if !quiet { Console.out(Self.startedLine(index: index, of: tracks.count, track: track)) }
+                    if !quiet {
+                        // With a control channel the queue may have changed since the start.
+                        let count = control == nil ? tracks.count : service.queue.count
+                        Console.out(Self.startedLine(index: index, of: count, track: track))
+                    }
                 case .stateChanged(.stopped), .stateChanged(.error):
-                    ended = true
+                    ended = !(control?.waitsForCommands ?? false)
                 default:
                     break
                 }

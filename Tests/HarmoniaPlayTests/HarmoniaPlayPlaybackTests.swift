@@ -157,6 +157,13 @@ struct HarmoniaPlayPlaybackTests {
         ["--latency", "5", "x.flac"],
         ["--quiet"],
         [],
+        ["--control", "tcp:4000", "x.flac"],
+        ["--control", "unix:", "x.flac"],
+        ["--repeat", "twice", "x.flac"],
+        ["--tick", "-5", "x.flac"],
+        ["--tick", "5", "x.flac"],
+        ["--log-level", "loud", "x.flac"],
+        ["--start", "1", "--control", "stdin"],
     ])
     func usageErrors(_ arguments: [String]) throws {
         let result = try ProcessRunner.harmoniaPlay(arguments)

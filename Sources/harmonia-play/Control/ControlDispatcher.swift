@@ -1,0 +1,196 @@
+// Control commands → the playback service and PlayerActions
+// (specs/control-protocol.md §Commands).
+import HarmoniaCore
+import HarmoniaFFmpeg
+
+/// Executes requests, one at a time, on the player's main loop.
+final class ControlDispatcher {
+    let service: DefaultPlaybackService
+    let actions: PlayerActions
+    private let tagReader: FFmpegTagReaderAdapter
+
+    /// What a line led to: the reply to send, and whether the player must quit.
+    struct Outcome {
+        let reply: JSONValue
+        var quit = false
+    }
+
+    static let commands = [
+        "play", "pause", "toggle", "stop", "seek", "volume", "mute", "next", "previous", "jump", "status",
+        "queue/items", "queue/add", "queue/remove", "queue/move", "queue/clear", "repeat", "shuffle",
+        "info", "quit",
+    ]
+
+    init(service: DefaultPlaybackService, actions: PlayerActions, tagReader: FFmpegTagReaderAdapter = FFmpegTagReaderAdapter()) {
+        self.service = service
+        self.actions = actions
+        self.tagReader = tagReader
+    }
+
+    /// Handles one request line: exactly one reply, whatever the line holds.
+    func handle(line: [UInt8]) -> Outcome {
+        switch ControlProtocol.parse(line) {
+        case .invalid(let id, let failure):
+            return Outcome(reply: ControlProtocol.reply(id, failure: failure))
+        case .request(let request):
+            do {
+                let result = try execute(request.command, request.args)
+                return Outcome(reply: ControlProtocol.reply(request.id, result: result), quit: request.command == "quit")
+            } catch let error as CoreError {
+                // Service errors keep their category.
+                return Outcome(reply: ControlProtocol.reply(request.id, failure: ControlFailure(error)))
+            } catch let failure as ControlFailure {
+                return Outcome(reply: ControlProtocol.reply(request.id, failure: failure))
+            } catch {
+                return Outcome(reply: ControlProtocol.reply(request.id, failure: ControlFailure(code: "ioError", message: "\(error)")))
+            }
+        }
+    }
+
+    /// A line longer than the limit (not kept, so no id).
+    func tooLong() -> Outcome {
+        Outcome(reply: ControlProtocol.reply(.null, failure: .invalidRequest("the line is longer than \(ControlProtocol.maxLineBytes) bytes")))
+    }
+
+    /// Runs `command`; the result, or a failure (`ControlFailure` or the service's `CoreError`).
+    func execute(_ command: String, _ args: ControlArgs) throws -> JSONValue {
+        switch command {
+        case "play":
+            switch service.state {
+            case .stopped, .error:
+                try service.jump(to: service.currentIndex ?? 0)
+                try service.play()
+            default:
+                try service.play()
+            }
+            return stateResult()
+        case "pause":
+            try service.pause()
+            return stateResult()
+        case "toggle":
+            try actions.toggle()
+            return stateResult()
+        case "stop":
+            service.stop()
+            return stateResult()
+        case "seek":
+            let position = try args.optionalNumber("position"), by = try args.optionalNumber("by")
+            switch (position, by) {
+            case (let position?, nil): try service.seek(to: position)
+            case (nil, let by?): try actions.seek(by: by)
+            case (nil, nil): throw ControlFailure.invalidRequest("'position' is missing")
+            default: throw ControlFailure.invalidRequest("give 'position' or 'by', not both")
+            }
+            return .object([("position", EventJSON.number(service.currentTime()))])
+        case "volume":
+            let level = try args.optionalNumber("level"), by = try args.optionalNumber("by")
+            switch (level, by) {
+            case (let level?, nil):
+                guard (0...100).contains(level) else {
+                    throw CoreError.invalidArgument(("volume: 'level' must be from 0 to 100; got \(JSONValue.double(level).serialized)"))
+                }
+                actions.setVolume(percent: level)
+            case (nil, let by?): actions.changeVolume(by: by)
+            case (nil, nil): throw ControlFailure.invalidRequest("'level' is missing")
+            default: throw ControlFailure.invalidRequest("give 'level' or 'by', not both")
+            }
+            return volumeResult()
+        case "mute":
+            if args.has("enabled") {
+                if try args.bool("enabled") != actions.isMuted { actions.toggleMute() }
+            } else {
+                actions.toggleMute()
+            }
+            return volumeResult()
+        case "next":
+            try service.next()
+            return .null
+        case "previous":
+            try service.previous()
+            return .null
+        case "jump":
+            let index = try args.int("index")
+            try service.jump(to: index)
+            return .null
+        case "status":
+            return status()
+        case "queue/items":
+            return .object([("index", index()), ("items", .array(service.queue.map(EventJSON.track)))])
+        case "queue/add":
+            let uri = try args.string("uri")
+            guard !uri.isEmpty else { throw CoreError.invalidArgument(("queue/add: 'uri' is empty")) }
+            let track = Track(url: uri)
+            let at: Int
+            if let index = try args.optionalInt("index") {
+                try service.insert(track, at: index)
+                at = index
+            } else {
+                at = service.queue.count
+                service.enqueue([track])
+            }
+            return .object([("index", .int(Int64(at))), ("track", EventJSON.track(track))])
+        case "queue/remove":
+            let index = try args.int("index")
+            try service.remove(at: index)
+            return .null
+        case "queue/move":
+            let from = try args.int("from"), to = try args.int("to")
+            try service.move(from: from, to: to)
+            return .null
+        case "queue/clear":
+            service.clearQueue()
+            return .null
+        case "repeat":
+            let name = try args.string("mode")
+            guard let mode = RepeatMode(rawValue: name) else {
+                throw CoreError.invalidArgument(("repeat: 'mode' must be off, one or all; got '\(name.prefix(40))'"))
+            }
+            service.setRepeatMode(mode)
+            return .object([("repeat", .string(service.repeatMode.rawValue))])
+        case "shuffle":
+            service.setShuffle(try args.bool("enabled"))
+            return .object([("shuffle", .bool(service.shuffle))])
+        case "info":
+            let url: String
+            if let uri = try args.optionalString("uri") {
+                url = uri
+            } else if let current = service.currentTrack {
+                url = current.url
+            } else {
+                throw CoreError.invalidState(("info: no 'uri' given and no current track"))
+            }
+            let (tags, stream) = try tagReader.readWithStreamInfo(url: url)
+            return .object(InfoCommand.fields(url: url, tags: tags, stream: stream))
+        case "quit":
+            return .null
+        default:
+            throw ControlFailure.unknownCommand(command)
+        }
+    }
+
+    func status() -> JSONValue {
+        var members: [(String, JSONValue)]
+        guard case .object(let state) = EventJSON.stateObject(service.state) else { return .null }
+        members = state
+        members += [
+            ("position", EventJSON.number(service.currentTime())),
+            ("duration", EventJSON.number(service.duration())),
+            ("volume", EventJSON.percent(service.volume)),
+            ("muted", .bool(actions.isMuted)),
+            ("index", index()),
+            ("track", service.currentTrack.map(EventJSON.track) ?? .null),
+            ("count", .int(Int64(service.queue.count))),
+            ("repeat", .string(service.repeatMode.rawValue)),
+            ("shuffle", .bool(service.shuffle)),
+        ]
+        return .object(members)
+    }
+
+    private func index() -> JSONValue { service.currentIndex.map { .int(Int64($0)) } ?? .null }
+
+    private func stateResult() -> JSONValue { EventJSON.stateObject(service.state) }
+
+    private func volumeResult() -> JSONValue {
+        .object([("volume", EventJSON.percent(service.volume)), ("muted", .bool(actions.isMuted))])
+    }
+}

@@ -1,0 +1,286 @@
+// The control protocol's transports: stdin/stdout, and a Unix socket with
+// any number of clients (specs/control-protocol.md §Transports). Readers run
+// on their own threads and hand lines to the player's main loop; replies and
+// events are written from there, under a lock per client.
+import Foundation
+import HarmoniaCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What a transport hands to the main loop.
+enum ControlMessage {
+    /// One request line, without its newline.
+    case line(ControlClient, [UInt8])
+    /// A line longer than `ControlProtocol.maxLineBytes` (discarded up to its newline).
+    case tooLong(ControlClient)
+    /// The client's input ended (for stdin: no more commands can come).
+    case closed(ControlClient)
+}
+
+/// One peer: where its lines come from and where its replies and events go.
+final class ControlClient: @unchecked Sendable {
+    /// The stdin/stdout client, or a socket's.
+    let isStdin: Bool
+    private let lock = ConditionLock()
+    // Guarded by `lock`: -1 once closed.
+    private var writeFD: Int32
+    // Guarded by `lock`: messages delivered but not yet handled. Limited, so
+    // a flood of requests waits in the socket instead of in memory.
+    private var inFlight = 0
+    private static let maxInFlight = 64
+
+    init(writeFD: Int32, isStdin: Bool) {
+        self.writeFD = writeFD
+        self.isStdin = isStdin
+    }
+
+    /// Writes one line; false when the client is gone (it is then closed).
+    @discardableResult
+    func send(_ text: String) -> Bool {
+        var line = text + "\n"
+        return lock.withLock {
+            guard writeFD >= 0 else { return false }
+            let ok = line.withUTF8 { bytes in
+                isStdin ? Console.writeAll(writeFD, UnsafeRawBufferPointer(bytes)) : Self.sendAll(writeFD, UnsafeRawBufferPointer(bytes))
+            }
+            if !ok && !isStdin {
+                // Too slow or gone: drop it; its reader sees the end and closes the descriptor.
+                shutdown(writeFD, Int32(SHUT_RDWR))
+                writeFD = -1
+            }
+            return ok
+        }
+    }
+
+    /// Waits until fewer than `maxInFlight` messages of this client await handling; counts one more.
+    func acquireSlot() {
+        lock.withLock {
+            while inFlight >= Self.maxInFlight { lock.wait() }
+            inFlight += 1
+        }
+    }
+
+    /// One message was handled.
+    func releaseSlot() {
+        lock.withLock {
+            inFlight -= 1
+            lock.broadcast()
+        }
+    }
+
+    /// Stops writing to the client (a socket's descriptor is closed by its reader).
+    func markClosed() { lock.withLock { writeFD = -1 } }
+
+    /// `send` with MSG_NOSIGNAL: a client that went away is an error, not SIGPIPE.
+    private static func sendAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let n = Glibc.send(fd, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+            if n < 0 {
+                if errno == EINTR { continue }
+                return false
+            }
+            offset += n
+        }
+        return true
+    }
+}
+
+/// Where requests come from.
+enum ControlTransport: Equatable {
+    case stdin
+    case unix(path: String)
+
+    /// `stdin` or `unix:PATH`.
+    init?(argument: String) {
+        if argument == "stdin" { self = .stdin }
+        else if argument.hasPrefix("unix:"), argument.count > 5 { self = .unix(path: String(argument.dropFirst(5))) }
+        else { return nil }
+    }
+}
+
+final class ControlServer: @unchecked Sendable {
+    let transport: ControlTransport
+    private let lock = ConditionLock()
+    // Guarded by `lock`.
+    private var clients: [ObjectIdentifier: ControlClient] = [:]
+    private var listenFD: Int32 = -1
+    private var post: (@Sendable (ControlMessage) -> Void)?
+
+    init(transport: ControlTransport) {
+        self.transport = transport
+    }
+
+    /// Creates the socket (connections wait in its backlog until `start`).
+    func open() throws(CoreError) {
+        guard case .unix(let path) = transport else { return }
+        let fd = try Self.listen(path: path)
+        lock.withLock { listenFD = fd }
+    }
+
+    /// Starts the reader threads (and accepting, after `open`); `post`
+    /// receives every line in order per client.
+    func start(post: @escaping @Sendable (ControlMessage) -> Void) {
+        lock.withLock { self.post = post }
+        switch transport {
+        case .stdin:
+            let client = ControlClient(writeFD: 1, isStdin: true)
+            lock.withLock { clients[ObjectIdentifier(client)] = client }
+            startReader(fd: 0, client: client)
+        case .unix:
+            let fd = lock.withLock { listenFD }
+            guard fd >= 0 else { return }
+            let thread = Thread { [self] in acceptLoop(fd) }
+            thread.name = "control-accept"
+            thread.start()
+        }
+    }
+
+    /// Sends `text` to every client.
+    func broadcast(_ text: String) {
+        for client in lock.withLock({ Array(clients.values) }) { client.send(text) }
+    }
+
+    /// Stops listening and removes the socket file.
+    func shutdown() {
+        guard case .unix(let path) = transport else { return }
+        let fd = lock.withLock { () -> Int32 in
+            defer { listenFD = -1 }
+            return listenFD
+        }
+        if fd >= 0 {
+            Glibc.shutdown(fd, Int32(SHUT_RDWR))
+            close(fd)
+            unlink(path)
+        }
+    }
+
+    // MARK: - Reading
+
+    private func startReader(fd: Int32, client: ControlClient) {
+        let thread = Thread { [self] in
+            readLines(fd: fd, client: client)
+            // Stdout stays open for events after stdin ends.
+            if !client.isStdin {
+                lock.withLock { _ = clients.removeValue(forKey: ObjectIdentifier(client)) }
+                client.markClosed()
+                close(fd)
+            }
+            deliver(.closed(client), from: client)
+        }
+        thread.name = "control-reader"
+        thread.start()
+    }
+
+    private func deliver(_ message: ControlMessage, from client: ControlClient) {
+        client.acquireSlot()
+        lock.withLock { post }?(message)
+    }
+
+    /// Reads `fd` to its end, delivering each line (a final line without a
+    /// newline too). Blank lines are ignored.
+    private func readLines(fd: Int32, client: ControlClient) {
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        var line: [UInt8] = []
+        var discarding = false  // inside a line that was too long
+        func finish() {
+            if discarding {
+                discarding = false
+            } else {
+                if line.last == UInt8(ascii: "\r") { line.removeLast() }
+                if line.contains(where: { !($0 == 0x20 || $0 == 0x09 || $0 == 0x0D) }) {
+                    deliver(.line(client, line), from: client)
+                }
+            }
+            line.removeAll(keepingCapacity: line.count < 65536)
+        }
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { break }
+            var start = 0
+            for i in 0..<n where buffer[i] == UInt8(ascii: "\n") {
+                if !discarding { line.append(contentsOf: buffer[start..<i]) }
+                finish()
+                start = i + 1
+            }
+            if !discarding {
+                line.append(contentsOf: buffer[start..<n])
+                if line.count > ControlProtocol.maxLineBytes {
+                    discarding = true
+                    line.removeAll()
+                    deliver(.tooLong(client), from: client)
+                }
+            }
+        }
+        if !line.isEmpty || discarding { finish() }
+    }
+
+    // MARK: - The Unix socket
+
+    private func acceptLoop(_ listenFD: Int32) {
+        while true {
+            let fd = accept(listenFD, nil, nil)
+            if fd < 0 {
+                if errno == EINTR || errno == ECONNABORTED { continue }
+                return  // closed by shutdown()
+            }
+            // A client that stops reading is dropped instead of holding up the player.
+            var timeout = timeval(tv_sec: 2, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            let client = ControlClient(writeFD: fd, isStdin: false)
+            lock.withLock { clients[ObjectIdentifier(client)] = client }
+            startReader(fd: fd, client: client)
+        }
+    }
+
+    /// A listening socket at `path`, mode 0600; a stale socket file there is replaced.
+    static func listen(path: String) throws(CoreError) -> Int32 {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let capacity = MemoryLayout.size(ofValue: address.sun_path)
+        let bytes = Array(path.utf8)
+        guard bytes.count < capacity else {
+            throw .invalidArgument("--control unix:\(path): the path is longer than \(capacity - 1) bytes")
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+        var info = stat()
+        if lstat(path, &info) == 0 {
+            guard (info.st_mode & S_IFMT) == S_IFSOCK else {
+                throw .invalidArgument("--control unix:\(path): the path exists and is not a socket")
+            }
+            // Stale if nobody accepts on it.
+            let probe = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+            let live = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(probe, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) == 0 }
+            }
+            close(probe)
+            if live { throw .invalidArgument("--control unix:\(path): another player is listening there") }
+            unlink(path)
+        }
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw .ioError("--control unix:\(path): socket: \(String(cString: strerror(errno)))") }
+        let oldMask = umask(0o177)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        let bindErrno = errno
+        umask(oldMask)
+        guard bound == 0 else {
+            close(fd)
+            let category: CoreError.Category = bindErrno == ENOENT ? .notFound : .ioError
+            throw CoreError(category, "--control unix:\(path): \(String(cString: strerror(bindErrno)))")
+        }
+        chmod(path, 0o600)
+        guard Glibc.listen(fd, 16) == 0 else {
+            close(fd)
+            unlink(path)
+            throw .ioError("--control unix:\(path): listen: \(String(cString: strerror(errno)))")
+        }
+        return fd
+    }
+}

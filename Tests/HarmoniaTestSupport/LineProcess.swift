@@ -1,0 +1,188 @@
+// A running program (or a socket) read line by line as it writes: tests wait
+// for a line that matches, on a condition variable with a deadline, never by sleeping.
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Lines as they arrive from a byte stream; readers wait for one that matches.
+public final class LineBuffer: @unchecked Sendable {
+    private let condition = NSCondition()
+    // Guarded by `condition`.
+    private var pending = Data()
+    private var lines: [String] = []
+    private var taken: Set<Int> = []
+    private var ended = false
+
+    public init() {}
+
+    /// Appends bytes; complete lines become visible to waiters.
+    public func append(_ data: Data) {
+        condition.lock()
+        pending.append(data)
+        while let newline = pending.firstIndex(of: 0x0A) {
+            lines.append(String(decoding: pending[pending.startIndex..<newline], as: UTF8.self))
+            pending.removeSubrange(pending.startIndex...newline)
+        }
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// No more bytes will come.
+    public func end() {
+        condition.lock()
+        if !pending.isEmpty { lines.append(String(decoding: pending, as: UTF8.self)); pending.removeAll() }
+        ended = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Every line so far.
+    public var all: [String] {
+        condition.lock()
+        defer { condition.unlock() }
+        return lines
+    }
+
+    /// The first line not taken yet that matches, waiting for it until `timeout`
+    /// seconds have passed or the stream ended; it is then taken. Returns the
+    /// line and its position among all lines.
+    public func take(timeout: Double = 10, where matches: (String) -> Bool) -> (line: String, position: Int)? {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        condition.lock()
+        defer { condition.unlock() }
+        var checked = 0
+        while true {
+            while checked < lines.count {
+                if !taken.contains(checked) && matches(lines[checked]) {
+                    taken.insert(checked)
+                    return (lines[checked], checked)
+                }
+                checked += 1
+            }
+            if ended || !condition.wait(until: deadline) {
+                // One last look at lines that came with the end or the timeout.
+                while checked < lines.count {
+                    if !taken.contains(checked) && matches(lines[checked]) {
+                        taken.insert(checked)
+                        return (lines[checked], checked)
+                    }
+                    checked += 1
+                }
+                return nil
+            }
+        }
+    }
+
+    /// Reads `fd` to its end on a thread of its own, then calls `end()`.
+    func pump(_ handle: FileHandle) {
+        let thread = Thread { [self] in
+            while true {
+                let data = handle.availableData
+                if data.isEmpty { break }
+                append(data)
+            }
+            end()
+        }
+        thread.start()
+    }
+}
+
+/// A child process with a pipe on stdin and its stdout read line by line.
+public final class LineProcess: @unchecked Sendable {
+    public let process = Process()
+    public let stdout = LineBuffer()
+    public let stderr = LineBuffer()
+    private let input = Pipe()
+
+    public init(_ executable: String, _ arguments: [String]) throws {
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        let out = Pipe(), err = Pipe()
+        process.standardInput = input
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        stdout.pump(out.fileHandleForReading)
+        stderr.pump(err.fileHandleForReading)
+    }
+
+    /// Starts the built harmonia-play.
+    public static func harmoniaPlay(_ arguments: [String]) throws -> LineProcess {
+        try LineProcess(ProcessRunner.productsDirectory + "/harmonia-play", arguments)
+    }
+
+    /// Writes `text` to the process's stdin.
+    public func write(_ text: String) { write(Data(text.utf8)) }
+
+    public func write(_ data: Data) { try? input.fileHandleForWriting.write(contentsOf: data) }
+
+    /// Closes the process's stdin.
+    public func closeInput() { try? input.fileHandleForWriting.close() }
+
+    /// Waits for the exit (at most `timeout` seconds; then kills it) and returns the status.
+    @discardableResult
+    public func waitForExit(timeout: Double = 10) -> Int32? {
+        let done = DispatchSemaphore(value: 0)
+        let waiter = Thread { [process] in
+            process.waitUntilExit()
+            done.signal()
+        }
+        waiter.start()
+        if done.wait(timeout: .now() + timeout) == .timedOut {
+            process.terminate()
+            process.waitUntilExit()
+            return nil
+        }
+        return process.terminationStatus
+    }
+
+    deinit {
+        if process.isRunning { process.terminate() }
+    }
+}
+
+/// A client of a Unix stream socket that reads lines on a thread of its own.
+public final class UnixLineClient: @unchecked Sendable {
+    public let lines = LineBuffer()
+    private let fd: Int32
+
+    public init(path: String) throws {
+        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard result == 0 else {
+            Glibc.close(fd)
+            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+        }
+        lines.pump(FileHandle(fileDescriptor: fd, closeOnDealloc: false))
+    }
+
+    public func write(_ text: String) {
+        var text = text
+        text.withUTF8 { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let n = send(fd, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+                if n <= 0 { return }
+                offset += n
+            }
+        }
+    }
+
+    /// Ends the connection (the reading thread sees the end).
+    public func close() { shutdown(fd, Int32(SHUT_RDWR)) }
+
+    deinit {
+        shutdown(fd, Int32(SHUT_RDWR))
+        Glibc.close(fd)
+    }
+}
