@@ -1,5 +1,5 @@
-// harmonia-play [play]: plays files and URLs in order, gapless. The default
-// subcommand, so `harmonia-play song.flac` plays.
+// harmonia-play [play]: plays files, URLs, folders and playlists in order,
+// gapless. The default subcommand, so `harmonia-play song.flac` plays.
 import ArgumentParser
 import HarmoniaCore
 import HarmoniaFFmpeg
@@ -34,11 +34,16 @@ extension ReplayGainMode: ExpressibleByArgument {}
 struct PlayCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "play",
-        abstract: "Play files and URLs in order, gapless (the default command).",
+        abstract: "Play files, URLs, folders and playlists in order, gapless (the default command).",
         discussion: """
             Each input starts where the previous one ends, without a gap when both have
-            the same rate and channels. --start/--end play a range of the FIRST input
-            only; the queue goes on after it. Times are \(TimeArgument.forms).
+            the same rate and channels. An input may be a file, an http(s) URL, a folder
+            (its audio files and those of its subfolders, in natural order: track2 before
+            track10; hidden files skipped) or a playlist: .m3u/.m3u8 (#EXTINF titles),
+            .pls, or a .cue sheet (each of its tracks a range of its file). Relative
+            playlist entries are relative to the playlist's folder.
+            --start/--end play a range of the FIRST input only, which must then be a
+            file or URL; the queue goes on after it. Times are \(TimeArgument.forms).
 
             A bad input is reported on stderr as 'harmonia-play: PATH: CATEGORY: message'
             and skipped; data the decoder had to skip inside a file (replaced by silence)
@@ -48,6 +53,7 @@ struct PlayCommand: ParsableCommand {
 
             Examples:
               harmonia-play song.flac next.mp3 http://host/stream.ogg
+              harmonia-play ~/Music/Album/ party.m3u8 concert.cue
               harmonia-play --start 1:30 --end 2:00 song.flac
               harmonia-play --volume 50 --replaygain album --preamp 3 *.flac
               harmonia-play --output file:out.f32 a.flac b.flac   # raw float32, as fast as decoding goes
@@ -85,7 +91,7 @@ struct PlayCommand: ParsableCommand {
     @Flag(help: "No progress output (errors still go to stderr).")
     var quiet = false
 
-    @Argument(help: ArgumentHelp("Audio files or URLs, played in order.", valueName: "INPUT"))
+    @Argument(help: ArgumentHelp("Audio files, URLs, folders or playlists (.m3u, .m3u8, .pls, .cue), played in order.", valueName: "INPUT"))
     var inputs: [String]
 
     func validate() throws {
@@ -121,13 +127,21 @@ struct PlayCommand: ParsableCommand {
         let service = factory.makePlaybackService()
         if volume != 100 { service.setVolume(Float(volume / 100)) }
 
-        var tracks = inputs.map { Track(url: $0) }
-        tracks[0].start = start
-        tracks[0].end = end
+        // A range is of one file: not of a folder or a playlist.
+        if start != nil || end != nil, InputExpander.kind(of: inputs[0]) != .plain {
+            throw ValidationError("--start/--end apply to a file or URL as the first input; '\(inputs[0])' is a folder or playlist")
+        }
+        let expansion = InputExpander(cueSheets: CueSheetFileAdapter(), report: Console.report).expand(inputs)
+        var tracks = expansion.tracks
+        guard !tracks.isEmpty else { throw ExitCode(1) }  // every input was reported
+        if start != nil || end != nil {
+            tracks[0].start = start
+            tracks[0].end = end
+        }
 
         switch QueuePlayer(service: service, quiet: quiet).run(tracks) {
         case .finished(let failures):
-            if failures > 0 { throw ExitCode(1) }
+            if failures + expansion.failures > 0 { throw ExitCode(1) }
         case .interrupted(let signo):
             throw ExitCode(128 + signo)
         }
