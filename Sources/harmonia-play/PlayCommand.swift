@@ -1,5 +1,6 @@
 // harmonia-play [play]: plays files, URLs, folders and playlists in order,
 // gapless. The default subcommand, so `harmonia-play song.flac` plays.
+// Inputs and --start/--end: specs/inputs.md §Inputs (Ranges)
 import ArgumentParser
 import HarmoniaCore
 import HarmoniaFFmpeg

@@ -1,3 +1,5 @@
+// InputExpander — specs/inputs.md §Inputs (Folders, Errors)
+//
 // The inputs of `play` as one queue: files and URLs as they are, folders
 // (recursive, natural order, audio files only) and playlists (M3U, M3U8,
 // PLS, CUE) expanded in place.

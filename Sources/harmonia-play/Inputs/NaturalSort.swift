@@ -1,3 +1,5 @@
+// NaturalSort — specs/inputs.md §Folders
+//
 // Natural sort order for folder listings: "track2" before "track10", case-insensitive.
 import Foundation
 

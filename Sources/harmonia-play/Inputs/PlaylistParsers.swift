@@ -1,3 +1,5 @@
+// PlaylistParsers — specs/inputs.md §M3U (PLS)
+//
 // M3U/M3U8 and PLS playlists: the entries they list, resolved against the
 // playlist's folder. (CUE sheets are HarmoniaCore's CueSheetFileAdapter.)
 import Foundation
