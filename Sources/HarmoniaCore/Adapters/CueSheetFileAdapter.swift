@@ -156,8 +156,9 @@ public struct CueSheetFileAdapter: CueSheetPort {
         return url
     }
 
+    /// `path` against the working directory, with `.` and `..` removed.
     static func absolute(_ path: String) -> String {
-        path.hasPrefix("/") ? path : (FileManager.default.currentDirectoryPath as NSString).appendingPathComponent(path)
+        URL(fileURLWithPath: path).absoluteURL.standardized.path
     }
 
     /// The sheet's text: UTF-8 without a byte-order mark, or Latin-1.
