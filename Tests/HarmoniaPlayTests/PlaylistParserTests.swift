@@ -1,5 +1,6 @@
 // The playlist parsers and the natural sort of harmonia-play, as units
 // (specs/inputs.md §Folders, §M3U, §PLS).
+import Foundation
 @testable import harmonia_play
 import HarmoniaCore
 import Testing
@@ -47,6 +48,29 @@ struct PlaylistParserTests {
         ])
         #expect(try PlaylistParsers.pls("[playlist]\nNumberOfEntries=0\n", playlist: "e.pls").isEmpty)
         #expect(throws: CoreError.self) { try PlaylistParsers.pls("hello\n", playlist: "bad.pls") }
+    }
+
+    @Test("text: .m3u8 must be UTF-8; .m3u and .pls fall back to Latin-1; a byte-order mark is skipped")
+    func encodings() throws {
+        let base = NSTemporaryDirectory() + "harmonia-m3u-\(getpid())-\(UUID().uuidString.prefix(8))"
+        defer { for ext in ["m3u", "m3u8", "pls"] { try? FileManager.default.removeItem(atPath: base + "." + ext) } }
+        let latin1 = Data(Array("#EXTINF:1,Caf".utf8) + [0xE9] + Array("\nx.mp3\n".utf8))
+        try latin1.write(to: URL(fileURLWithPath: base + ".m3u"))
+        try latin1.write(to: URL(fileURLWithPath: base + ".m3u8"))
+        let text = try PlaylistParsers.readText(base + ".m3u", utf8Only: false)
+        #expect(PlaylistParsers.m3u(text, playlist: base + ".m3u").first?.title == "Café")
+        do {
+            _ = try PlaylistParsers.readText(base + ".m3u8", utf8Only: true)
+            Issue.record("an .m3u8 that is not UTF-8 was read")
+        } catch {
+            #expect(error.category == .decodeError)
+        }
+        try Data([0xEF, 0xBB, 0xBF] + Array("#EXTINF:1,Café\nx.mp3\n".utf8)).write(to: URL(fileURLWithPath: base + ".m3u8"))
+        let utf8 = try PlaylistParsers.readText(base + ".m3u8", utf8Only: true)
+        #expect(PlaylistParsers.m3u(utf8, playlist: base + ".m3u8").first?.title == "Café")
+        #expect(throws: CoreError.notFound("\(base).pls: no such file or directory; check the path")) {
+            try PlaylistParsers.readText(base + ".pls", utf8Only: false)
+        }
     }
 
     @Test("input kinds: URLs are plain, playlists by extension, folders by looking")
