@@ -46,8 +46,8 @@ struct PlayCommand: ParsableCommand {
             --start/--end play a range of the FIRST input only, which must then be a
             file or URL; the queue goes on after it. Times are \(TimeArgument.forms).
 
-            A bad input is reported on stderr as 'harmonia-play: PATH: CATEGORY: message'
-            and skipped; data the decoder had to skip inside a file (replaced by silence)
+            A bad input (a playlist, sheet or folder that cannot be read too) is reported
+            on stderr as 'harmonia-play: PATH: CATEGORY: message' and skipped; data the decoder had to skip inside a file (replaced by silence)
             is a 'harmonia-play: warning: ...' line and does not fail the input. Unless --quiet, each track started is announced on stdout.
             Exit status: 0 everything played, 1 some input (or the output) failed,
             2 usage error, 130/143 stopped by SIGINT/SIGTERM.

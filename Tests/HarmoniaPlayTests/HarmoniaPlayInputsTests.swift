@@ -51,8 +51,8 @@ struct HarmoniaPlayInputsTests {
     private func lines(_ text: String) -> [Substring] { text.split(separator: "\n") }
 
     @Test("a CUE sheet plays its ranges frame-exact: consecutive tracks give the file from the first INDEX 01 on, exactly once",
-          arguments: ["wav_s16_stereo_44k.wav", "flac_s16_stereo_44k.flac"])
-    func cueSheet(_ name: String) throws {
+          arguments: [("wav_s16_stereo_44k.wav", 0), ("flac_s16_stereo_44k.flac", 10)])
+    func cueSheet(_ name: String, _ firstCueFrame: Int) throws {
         defer { cleanUp() }
         let fixture = Fixtures.named(name)
         try copy(fixture, to: "disc/album." + (name as NSString).pathExtension)
@@ -63,7 +63,7 @@ struct HarmoniaPlayInputsTests {
             FILE "album.\((name as NSString).pathExtension)" WAVE
               TRACK 01 AUDIO
                 TITLE "One"
-                INDEX 01 00:00:10
+                INDEX 01 00:00:\(firstCueFrame < 10 ? "0" : "")\(firstCueFrame)
               TRACK 02 AUDIO
                 TITLE "Two"
                 PERFORMER "Guest"
@@ -78,7 +78,8 @@ struct HarmoniaPlayInputsTests {
         #expect(result.status == 0)
         #expect(result.stderrText.isEmpty)
         let reference = try Fixtures.cliReference(fixture.path)
-        let first = Int((10.0 / 75 * Double(fixture.sampleRate)).rounded())  // 5880 frames at 44.1 kHz
+        // From the first INDEX 01 (frame 0: the whole file; 10 CUE frames: 5880 frames at 44.1 kHz) to the end.
+        let first = Int((Double(firstCueFrame) / 75 * Double(fixture.sampleRate)).rounded())
         let expected = Array(reference[(first * fixture.channels)...])
         #expect(samples.count == expected.count, "frame count")
         #expect(samples == expected, "bit-exact, every frame once")
