@@ -46,7 +46,7 @@ public struct CueSheet: Sendable, Equatable, Hashable, Codable {
         self.tracks = tracks
     }
 
-    /// Seconds in one CUE frame's worth: 1/75.
+    /// CUE frames per second: times are `MM:SS:FF` with FF in 75ths of a second.
     public static let framesPerSecond = 75.0
 
     /// Queue entries that play the file's audio from the first track's start

@@ -141,18 +141,13 @@ struct InputExpander {
                       result: inout Expansion) -> Bool {
         let real = URL(fileURLWithPath: folder).resolvingSymlinksInPath().path
         guard visited.insert(real).inserted else { return true }
-        let names: [String]
-        do {
-            guard access(folder, R_OK | X_OK) == 0 else {
-                throw CoreError.ioError("\(folder): permission denied; check the folder's permissions")
-            }
-            do {
-                names = try FileManager.default.contentsOfDirectory(atPath: folder)
-            } catch {
-                throw CoreError.ioError("\(folder): the folder cannot be read")
-            }
-        } catch {
-            fail(folder, error as! CoreError, &result)
+        guard access(folder, R_OK | X_OK) == 0 else {
+            let reason = String(cString: strerror(errno))
+            fail(folder, .ioError("\(folder): the folder cannot be read (\(reason)); check its permissions"), &result)
+            return false
+        }
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else {
+            fail(folder, .ioError("\(folder): the folder cannot be read"), &result)
             return false
         }
         for name in names.filter({ !$0.hasPrefix(".") }).sorted(by: NaturalSort.less) {
