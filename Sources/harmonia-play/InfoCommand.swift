@@ -1,5 +1,6 @@
 // harmonia-play info: tags and stream facts of each input.
 import ArgumentParser
+import Foundation
 import HarmoniaCore
 import HarmoniaFFmpeg
 
@@ -12,6 +13,8 @@ struct InfoCommand: ParsableCommand {
             present (TagBundle names; the cover as "artworkBytes", its size) and the
             stream facts. A bad input is reported on stderr as
             'harmonia-play: PATH: CATEGORY: message'; the others still print.
+            --artwork PATH also saves the one input's embedded cover, bytes as stored
+            (JPEG or PNG), to PATH; a file without a cover is an error (notFound).
             Exit status: 0 all inputs read, 1 some failed, 2 usage error.
             """
     )
@@ -19,8 +22,18 @@ struct InfoCommand: ParsableCommand {
     @Flag(name: .long, help: "One JSON object per line.")
     var json = false
 
+    @Option(name: .long, help: ArgumentHelp("Save the embedded cover (JPEG or PNG bytes as stored) to PATH; one input only.", valueName: "PATH"))
+    var artwork: String?
+
     @Argument(help: "Audio files or URLs.")
     var inputs: [String]
+
+    func validate() throws {
+        if let artwork {
+            guard !artwork.isEmpty else { throw ValidationError("--artwork needs a file path to write the cover to") }
+            guard inputs.count == 1 else { throw ValidationError("--artwork takes exactly one input; got \(inputs.count)") }
+        }
+    }
 
     func run() throws {
         let tagReader = FFmpegTagReaderAdapter()
@@ -34,12 +47,24 @@ struct InfoCommand: ParsableCommand {
                 } else {
                     Console.out(Self.readable(url: input, tags: tags, stream: stream))
                 }
+                if let artwork { try Self.saveArtwork(tags.artworkData, of: input, to: artwork) }
             } catch {
                 failed = true
                 Console.report(input, error)
             }
         }
         if failed { throw ExitCode(1) }
+    }
+
+    /// Writes the cover's bytes to `path` (replacing it), or throws
+    /// `notFound` when the file has none, `ioError` when `path` cannot be written.
+    static func saveArtwork(_ data: Data?, of input: String, to path: String) throws(CoreError) {
+        guard let data else { throw .notFound("\(input): no embedded cover art; nothing written to \(path)") }
+        do {
+            try data.write(to: URL(fileURLWithPath: path))
+        } catch {
+            throw .ioError("\(path): the cover cannot be written there; check the folder and its permissions")
+        }
     }
 
     /// The JSON members: url, present tags, then stream facts.

@@ -11,7 +11,7 @@ struct HarmoniaPlay: ParsableCommand {
         abstract: "A headless audio player on HarmoniaCore (FFmpeg decoding).",
         usage: """
             harmonia-play [play] [OPTIONS] INPUT...
-            harmonia-play info [--json] INPUT...
+            harmonia-play info [--json] [--artwork PATH] INPUT...
             harmonia-play decode INPUT -o OUTPUT [--start-frame N]
             """,
         discussion: """
@@ -19,10 +19,12 @@ struct HarmoniaPlay: ParsableCommand {
 
             Examples:
               harmonia-play song.flac next.mp3
+              harmonia-play ~/Music/Album/ list.m3u8 album.cue
               harmonia-play --start 1:30 --end 2:00 --volume 50 song.flac
               harmonia-play --output file:out.f32 a.flac b.flac
               harmonia-play info song.flac
               harmonia-play info --json *.mp3
+              harmonia-play info --artwork cover.jpg song.flac
               harmonia-play decode song.opus -o song.f32
               harmonia-play vectors specs/vectors/*.json
             """,

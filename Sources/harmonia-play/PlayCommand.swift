@@ -1,5 +1,6 @@
-// harmonia-play [play]: plays files and URLs in order, gapless. The default
-// subcommand, so `harmonia-play song.flac` plays.
+// harmonia-play [play]: plays files, URLs, folders and playlists in order,
+// gapless. The default subcommand, so `harmonia-play song.flac` plays.
+// Inputs and --start/--end: specs/inputs.md §Inputs (Ranges)
 import ArgumentParser
 import HarmoniaCore
 import HarmoniaFFmpeg
@@ -40,14 +41,19 @@ extension ControlTransport: ExpressibleByArgument {}
 struct PlayCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "play",
-        abstract: "Play files and URLs in order, gapless (the default command).",
+        abstract: "Play files, URLs, folders and playlists in order, gapless (the default command).",
         discussion: """
             Each input starts where the previous one ends, without a gap when both have
-            the same rate and channels. --start/--end play a range of the FIRST input
-            only; the queue goes on after it. Times are \(TimeArgument.forms).
+            the same rate and channels. An input may be a file, an http(s) URL, a folder
+            (its audio files and those of its subfolders, in natural order: track2 before
+            track10; hidden files skipped) or a playlist: .m3u/.m3u8 (#EXTINF titles),
+            .pls, or a .cue sheet (each of its tracks a range of its file). Relative
+            playlist entries are relative to the playlist's folder.
+            --start/--end play a range of the FIRST input only, which must then be a
+            file or URL; the queue goes on after it. Times are \(TimeArgument.forms).
 
-            A bad input is reported on stderr as 'harmonia-play: PATH: CATEGORY: message'
-            and skipped; data the decoder had to skip inside a file (replaced by silence)
+            A bad input (a playlist, sheet or folder that cannot be read too) is reported
+            on stderr as 'harmonia-play: PATH: CATEGORY: message' and skipped; data the decoder had to skip inside a file (replaced by silence)
             is a 'harmonia-play: warning: ...' line and does not fail the input. Unless --quiet, each track started is announced on stdout.
             Exit status: 0 everything played, 1 some input (or the output) failed,
             2 usage error, 130/143 stopped by SIGINT/SIGTERM.
@@ -61,6 +67,7 @@ struct PlayCommand: ParsableCommand {
 
             Examples:
               harmonia-play song.flac next.mp3 http://host/stream.ogg
+              harmonia-play ~/Music/Album/ party.m3u8 concert.cue
               harmonia-play --start 1:30 --end 2:00 song.flac
               harmonia-play --volume 50 --replaygain album --preamp 3 *.flac
               harmonia-play --output file:out.f32 a.flac b.flac   # raw float32, as fast as decoding goes
@@ -119,7 +126,7 @@ struct PlayCommand: ParsableCommand {
     @Option(name: .customLong("log-level"), help: ArgumentHelp("Lowest level logged on stderr: trace, debug, info, notice, warning, error or critical.", valueName: "LEVEL"))
     var logLevel: Logger.Level = .warning
 
-    @Argument(help: ArgumentHelp("Audio files or URLs, played in order (optional with --control).", valueName: "INPUT"))
+    @Argument(help: ArgumentHelp("Audio files, URLs, folders or playlists (.m3u, .m3u8, .pls, .cue), played in order (optional with --control).", valueName: "INPUT"))
     var inputs: [String] = []
 
     func validate() throws {
@@ -176,8 +183,15 @@ struct PlayCommand: ParsableCommand {
         if repeatMode != .off { service.setRepeatMode(repeatMode) }
         if shuffle { service.setShuffle(true) }
 
-        var tracks = inputs.map { Track(url: $0) }
-        if !tracks.isEmpty {
+        // A range is of one file: not of a folder or a playlist.
+        if start != nil || end != nil, let first = inputs.first, InputExpander.kind(of: first) != .plain {
+            throw ValidationError("--start/--end apply to a file or URL as the first input; '\(first)' is a folder or playlist")
+        }
+        let expansion = InputExpander(cueSheets: CueSheetFileAdapter(), report: Console.report).expand(inputs)
+        var tracks = expansion.tracks
+        // Every input was reported; with a control channel the queue may start empty.
+        guard !tracks.isEmpty || control != nil else { throw ExitCode(1) }
+        if !tracks.isEmpty, start != nil || end != nil {
             tracks[0].start = start
             tracks[0].end = end
         }
@@ -191,7 +205,7 @@ struct PlayCommand: ParsableCommand {
         }
         switch player.run(tracks) {
         case .finished(let failures):
-            if failures > 0 { throw ExitCode(1) }
+            if failures + expansion.failures > 0 { throw ExitCode(1) }
         case .interrupted(let signo):
             throw ExitCode(128 + signo)
         case .quit:
