@@ -1,5 +1,5 @@
 // Control commands → the playback service and PlayerActions
-// (specs/control-protocol.md §Commands).
+// — specs/control-protocol.md §Commands
 import HarmoniaCore
 import HarmoniaFFmpeg
 

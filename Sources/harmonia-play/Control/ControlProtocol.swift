@@ -1,5 +1,5 @@
 // The control protocol's envelope: reading a request line, writing replies
-// (specs/control-protocol.md §Envelope). Nothing here touches the player.
+// — specs/control-protocol.md §Envelope — nothing here touches the player.
 import HarmoniaCore
 
 /// Why a request failed: a `CoreError` category, `invalidRequest` or `unknownCommand`.

@@ -1,5 +1,5 @@
 // The control protocol's transports: stdin/stdout, and a Unix socket with
-// any number of clients (specs/control-protocol.md §Transports). Readers run
+// any number of clients — specs/control-protocol.md §Transports — readers run
 // on their own threads and hand lines to the player's main loop; replies and
 // events are written from there, under a lock per client.
 import Foundation

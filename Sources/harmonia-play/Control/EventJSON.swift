@@ -1,5 +1,5 @@
 // PlaybackEvent → JSON, the one encoding of events for `--json` and the
-// control protocol (specs/control-protocol.md §Events).
+// control protocol — specs/control-protocol.md §Events
 import HarmoniaCore
 
 enum EventJSON {
