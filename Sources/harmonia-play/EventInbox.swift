@@ -1,5 +1,5 @@
 // What the playing command waits for: the service's events (handed over by
-// a synchronous observer) and termination signals, in arrival order.
+// a synchronous observer), termination signals and keys, in arrival order.
 import Dispatch
 import HarmoniaCore
 #if canImport(Glibc)
@@ -13,6 +13,8 @@ final class EventInbox: @unchecked Sendable {
         case event(PlaybackEvent)
         /// SIGINT or SIGTERM arrived.
         case signal(Int32)
+        /// A key pressed in the terminal (interactive play).
+        case key(Key)
     }
 
     private let lock = ConditionLock()

@@ -43,6 +43,11 @@ struct PlayCommand: ParsableCommand {
             A bad input is reported on stderr as 'harmonia-play: PATH: CATEGORY: message'
             and skipped; data the decoder had to skip inside a file (replaced by silence)
             is a 'harmonia-play: warning: ...' line and does not fail the input. Unless --quiet, each track started is announced on stdout.
+
+            On a terminal (stdin and stdout), unless --quiet, a status line shows the track,
+            progress, volume, state and queue position, and keys control playback:
+            \(TerminalSession.keyHelp.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))
+            q ends playback as if the queue had ended. Without a terminal nothing interactive is printed.
             Exit status: 0 everything played, 1 some input (or the output) failed,
             2 usage error, 130/143 stopped by SIGINT/SIGTERM.
 
@@ -111,8 +116,11 @@ struct PlayCommand: ParsableCommand {
     }
 
     func run() throws {
+        // On a terminal (stdin and stdout, foreground), not --quiet: the
+        // status line, redrawn on position events 4 times a second, and keys.
+        let interactive = !quiet && Terminal.isInteractive
         var configuration = PlaybackConfiguration()
-        configuration.positionInterval = 0  // nothing here shows positions
+        configuration.positionInterval = interactive ? 0.25 : 0  // only the status line shows positions
         configuration.replayGain = ReplayGainSettings(mode: replaygain, preampDB: preamp ?? 0)
         // The service's own log repeats what its events say; the decoder's
         // warnings (data it skipped) are news to the user.
@@ -125,7 +133,10 @@ struct PlayCommand: ParsableCommand {
         tracks[0].start = start
         tracks[0].end = end
 
-        switch QueuePlayer(service: service, quiet: quiet).run(tracks) {
+        let terminal = interactive
+            ? TerminalSession.start(service: service, actions: PlayerActions(service: service), queueLength: tracks.count)
+            : nil
+        switch QueuePlayer(service: service, quiet: quiet, terminal: terminal).run(tracks) {
         case .finished(let failures):
             if failures > 0 { throw ExitCode(1) }
         case .interrupted(let signo):
