@@ -46,15 +46,20 @@ final class EventInbox: @unchecked Sendable {
     }
 
     /// Delivers SIGINT and SIGTERM here instead of killing the process.
+    /// Returns once the sources are registered: until then an ignored signal
+    /// would be lost (libdispatch registers them asynchronously).
     func catchTerminationSignals() {
         var sources: [DispatchSourceSignal] = []
+        let registered = DispatchSemaphore(value: 0)
         for signo in [SIGINT, SIGTERM] {
             signal(signo, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: signo, queue: .global())
             source.setEventHandler { [weak self] in self?.post(.signal(signo)) }
+            source.setRegistrationHandler { registered.signal() }
             source.resume()
             sources.append(source)
         }
+        for _ in sources { _ = registered.wait(timeout: .now() + 1) }
         lock.withLock { signalSources = sources }
     }
 }
