@@ -208,7 +208,9 @@ final class TerminalSession: @unchecked Sendable {
     /// Draws the line from the service's state now (skipped when unchanged).
     func redraw(force: Bool = false) {
         let (track, notice) = lock.withLock { (self.track, self.notice) }
-        let current = track ?? service.currentTrack
+        // The queue's entry (read when opened) agrees with the index and
+        // duration read next; the last track event stands in before that.
+        let current = service.currentTrack ?? track
         let state = service.state
         let duration = service.duration()
         let index = service.currentIndex

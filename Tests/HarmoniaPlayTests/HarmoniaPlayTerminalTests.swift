@@ -118,6 +118,28 @@ struct HarmoniaPlayTerminalTests {
         #expect(try pty.waitForExit() == .exited(0))
     }
 
+    @Test("n and p: next and previous track; n on the last track ends the queue (exit 0)")
+    func nextAndPrevious() throws {
+        let short = Fixtures.named("flac_s16_stereo_44k.flac")
+        let pty = try play([Self.long, short.path])
+        try pty.wait(for: "Long Sine — Tester  [")
+        var mark = try pty.wait(for: "  playing  1/2")
+        pty.send("n")
+        mark = try pty.wait(for: "Playing 2/2: ", after: mark)
+        try pty.wait(after: mark, for: "line of track 2") { text in
+            statusLines(text).contains { !$0.hasPrefix("Long Sine") && $0.hasSuffix("  2/2") }
+        }
+        #expect(statusLines(pty.output(after: mark)).allSatisfy { !$0.hasPrefix("Long Sine") })
+        mark = pty.mark
+        pty.send("p")
+        mark = try pty.wait(for: "Playing 1/2: Long Sine", after: mark)
+        try pty.wait(for: "Long Sine — Tester  [", after: mark)
+        pty.send("n")
+        mark = try pty.wait(for: "Playing 2/2: ", after: mark)
+        pty.send("n")
+        #expect(try pty.waitForExit() == .exited(0))
+    }
+
     @Test("SIGINT and SIGTERM: playback stops, the terminal is restored, exit 130 and 143", arguments: [SIGINT, SIGTERM])
     func signalRestores(_ signo: Int32) throws {
         let pty = try play([Self.long])
