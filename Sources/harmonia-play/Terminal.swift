@@ -91,10 +91,10 @@ enum Terminal {
             action.__sigaction_handler.sa_handler = { signo in
                 restoreTerminal(newline: true)
                 // Hand the signal on as if this handler had not been here:
-                // a fault re-executes and reaches the previous handler; a
-                // raised signal is raised again.
+                // raised again (blocked until this handler returns), it
+                // reaches the previous handler or the default action.
                 _ = sigaction(signo, previousActions + Int(signo), nil)
-                if signo == SIGABRT || signo == SIGTRAP || signo == SIGQUIT || signo == SIGHUP { raise(signo) }
+                raise(signo)
             }
             sigemptyset(&action.sa_mask)
             action.sa_flags = 0

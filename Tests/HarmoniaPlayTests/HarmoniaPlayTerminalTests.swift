@@ -22,8 +22,9 @@ struct HarmoniaPlayTerminalTests {
     static let showCursor = "\u{1B}[?25h"
     static let hideCursor = "\u{1B}[?25l"
 
-    private func play(_ arguments: [String], columns: UInt16 = 120) throws -> PseudoTerminal {
-        try PseudoTerminal(ProcessRunner.productsDirectory + "/harmonia-play", ["--output", "null"] + arguments, columns: columns)
+    private func play(_ arguments: [String], columns: UInt16 = 120, environment: [String: String] = [:]) throws -> PseudoTerminal {
+        try PseudoTerminal(ProcessRunner.productsDirectory + "/harmonia-play", ["--output", "null"] + arguments,
+                           columns: columns, environment: environment)
     }
 
     /// The status lines drawn after `offset` (each redraw starts with CR, erase line).
@@ -150,6 +151,18 @@ struct HarmoniaPlayTerminalTests {
         #expect(try pty.waitForExit() == .exited(128 + signo))
         #expect(sameModes(before, pty.modes()))
         #expect(pty.output.hasSuffix("\r\n" + Self.showCursor))
+    }
+
+    @Test("a crash (SIGSEGV, SIGABRT) restores the terminal before the process dies of it", arguments: [SIGSEGV, SIGABRT])
+    func crashRestores(_ signo: Int32) throws {
+        // No backtrace from the Swift runtime: it is slow and beside the point.
+        let pty = try play([Self.long], environment: ["SWIFT_BACKTRACE": "enable=no"])
+        let before = pty.modes()
+        try pty.wait(for: "  playing  1/1")
+        kill(pty.pid, signo)
+        #expect(try pty.waitForExit() == .signaled(signo))
+        #expect(sameModes(before, pty.modes()))
+        #expect(pty.output.contains(Self.showCursor))
     }
 
     @Test("^C typed on the terminal is SIGINT: exit 130, terminal restored")

@@ -34,8 +34,9 @@ public final class PseudoTerminal {
     private var termination: Termination?
 
     /// Opens a pty of `columns` × `rows` and starts `executable` on it
-    /// (environment: this process's, with TERM=xterm).
-    public init(_ executable: String, _ arguments: [String], columns: UInt16 = 120, rows: UInt16 = 24) throws {
+    /// (environment: this process's, with TERM=xterm and `environment` on top).
+    public init(_ executable: String, _ arguments: [String], columns: UInt16 = 120, rows: UInt16 = 24,
+                environment extra: [String: String] = [:]) throws {
         // posix_openpt, unlockpt and ptsname as Linux does them (the Glibc
         // module does not export them): /dev/ptmx, TIOCSPTLCK, TIOCGPTN.
         master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC)
@@ -78,6 +79,7 @@ public final class PseudoTerminal {
 
         var environment = ProcessInfo.processInfo.environment
         environment["TERM"] = "xterm"
+        environment.merge(extra) { $1 }
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
