@@ -44,10 +44,12 @@ struct PlayCommand: ParsableCommand {
             and skipped; data the decoder had to skip inside a file (replaced by silence)
             is a 'harmonia-play: warning: ...' line and does not fail the input. Unless --quiet, each track started is announced on stdout.
 
-            On a terminal (stdin and stdout), unless --quiet, a status line shows the track,
-            progress, volume, state and queue position, and keys control playback:
+            On a terminal (stdin and stdout), unless --quiet, a status line shows the
+            track, progress, volume, state and queue position; keys control playback:
             \(TerminalSession.keyHelp.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))
-            q ends playback as if the queue had ended. Without a terminal nothing interactive is printed.
+            q stops as if the queue had ended. Without a terminal (a pipe, CI) nothing
+            interactive is printed.
+
             Exit status: 0 everything played, 1 some input (or the output) failed,
             2 usage error, 130/143 stopped by SIGINT/SIGTERM.
 

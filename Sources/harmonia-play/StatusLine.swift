@@ -78,8 +78,8 @@ final class TerminalSession: @unchecked Sendable {
 
     /// The key help, as `?` shows it and `play --help` lists it.
     static let keyHelp = """
-        space pause/resume   ←/→ seek -/+5 s   ↓/↑ seek -/+60 s   n/p next/previous track
-        +/- volume +/-5 (= also raises)   m mute/unmute   q quit   ? this help
+        space pause/resume  ←/→ seek -/+5 s  ↓/↑ seek -/+60 s  n/p next/previous
+        +/- volume +/-5 (= is +)  m mute/unmute  q quit  ? this help
         """
 
     let service: DefaultPlaybackService

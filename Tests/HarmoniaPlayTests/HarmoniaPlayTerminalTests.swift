@@ -207,8 +207,13 @@ struct HarmoniaPlayTerminalTests {
         #expect(quiet.output.isEmpty)
     }
 
-    @Test("without a terminal (pipes): today's output, no escape sequence")
+    @Test("without a terminal (pipes): today's output, no escape sequence; --help lists the keys")
     func noTerminal() throws {
+        let help = try ProcessRunner.harmoniaPlay(["play", "--help"])
+        for key in ["space pause/resume", "←/→ seek -/+5 s", "↓/↑ seek -/+60 s", "n/p next/previous", "m mute", "q quit", "? this help"] {
+            #expect(help.stdoutText.contains(key), "\(key)")
+        }
+
         let result = try ProcessRunner.harmoniaPlay(["--output", "null", "--end", "0.3", Self.long])
         #expect(result.status == 0)
         #expect(result.stdoutText == "Playing 1/1: Long Sine — Tester (0:00.3)\n")
