@@ -269,6 +269,7 @@ final class TerminalSession: @unchecked Sendable {
     /// before stopping, and the key mode and line come back on SIGCONT.
     private func watchSignals() {
         var sources: [DispatchSourceSignal] = []
+        let registered = DispatchSemaphore(value: 0)
         let resize = DispatchSource.makeSignalSource(signal: SIGWINCH, queue: .global())
         resize.setEventHandler { [weak self] in self?.redraw(force: true) }
         sources.append(resize)
@@ -276,7 +277,12 @@ final class TerminalSession: @unchecked Sendable {
         let stop = DispatchSource.makeSignalSource(signal: SIGTSTP, queue: .global())
         stop.setEventHandler { [weak self] in self?.suspend() }
         sources.append(stop)
-        sources.forEach { $0.resume() }
+        for source in sources {
+            source.setRegistrationHandler { registered.signal() }
+            source.resume()
+        }
+        // Registered asynchronously: until then a ^Z would be ignored.
+        for _ in sources { _ = registered.wait(timeout: .now() + 1) }
         lock.withLock { signalSources = sources }
     }
 
@@ -287,7 +293,7 @@ final class TerminalSession: @unchecked Sendable {
             return true
         }
         guard resumed else { return }
-        kill(getpid(), SIGSTOP)
+        raise(SIGSTOP)  // this thread stops here (kill(getpid()) may let it run on first)
         // Continued (fg or bg).
         let stillActive = lock.withLock { () -> Bool in
             guard active else { return false }

@@ -193,6 +193,40 @@ struct HarmoniaPlayTerminalTests {
         }
     }
 
+    @Test("SIGWINCH: the line is redrawn at the new width")
+    func resize() throws {
+        let pty = try play([Self.long])
+        try pty.wait(for: "  playing  1/1")
+        var mark = pty.mark
+        pty.send(" ")  // paused: nothing else redraws
+        mark = try pty.wait(for: "  paused  1/1", after: mark)
+        #expect(statusLines(pty.output).last?.contains("Long Sine — Tester  [") == true)
+        pty.resize(columns: 40)
+        try pty.wait(after: mark, for: "a line of 39 columns at most") { text in
+            statusLines(text).contains { $0.count <= 39 && $0.hasSuffix("paused  1/1") }
+        }
+        pty.send("q")
+        #expect(try pty.waitForExit() == .exited(0))
+    }
+
+    @Test("^Z: the terminal is restored while stopped; on SIGCONT key mode and the line come back")
+    func suspendAndContinue() throws {
+        let pty = try play([Self.long])
+        let before = pty.modes()
+        try pty.wait(for: "  playing  1/1")
+        let raw = pty.modes()
+        #expect(!sameModes(before, raw))
+        pty.send("\u{1A}")
+        try pty.wait(for: "stopped, terminal restored") { pty.isStopped && sameModes(before, pty.modes()) }
+        let mark = pty.mark
+        kill(pty.pid, SIGCONT)
+        try pty.wait(for: "key mode again") { sameModes(raw, pty.modes()) }
+        try pty.wait(for: "  1/1", after: mark)
+        pty.send("q")
+        #expect(try pty.waitForExit() == .exited(0))
+        #expect(sameModes(before, pty.modes()))
+    }
+
     @Test("q with a failed input exits 1; --quiet on a terminal draws nothing")
     func quitAfterFailureAndQuiet() throws {
         let missing = Fixtures.root + "/audio/missing-\(getpid()).flac"

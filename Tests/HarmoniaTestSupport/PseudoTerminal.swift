@@ -138,6 +138,30 @@ public final class PseudoTerminal {
         return mark
     }
 
+    /// Sets the terminal's size (the child gets SIGWINCH).
+    public func resize(columns: UInt16, rows: UInt16 = 24) {
+        var size = winsize(ws_row: rows, ws_col: columns, ws_xpixel: 0, ws_ypixel: 0)
+        _ = ioctl(master, UInt(TIOCSWINSZ), &size)
+    }
+
+    /// Waits until `condition` holds (reading output meanwhile, checking
+    /// every 20 ms at most); throws after `timeout` seconds.
+    public func wait(timeout: Double = 5, for what: String, until condition: () -> Bool) throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        while !condition() {
+            let left = deadline.timeIntervalSinceNow
+            guard left > 0 else { throw Timeout(description: "\(what) not within \(timeout) s; output: \(output.debugDescription)") }
+            _ = read(upTo: min(left, 0.02))
+        }
+    }
+
+    /// The child is stopped (job control): its state in /proc is T.
+    public var isStopped: Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return false }
+        return stat[stat.index(close, offsetBy: 2)...].first == "T"
+    }
+
     /// Waits for the child to end (reading its output meanwhile).
     public func waitForExit(timeout: Double = 5) throws -> Termination {
         let deadline = Date().addingTimeInterval(timeout)
