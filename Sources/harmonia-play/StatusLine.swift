@@ -89,6 +89,7 @@ final class TerminalSession: @unchecked Sendable {
     private let lock = ConditionLock()
     // Guarded by `lock`.
     private var drawn = ""
+    private var lastStatus: StatusLine?
     private var active = true
     private var track: Track?
     private var notice: String?
@@ -214,7 +215,7 @@ final class TerminalSession: @unchecked Sendable {
         let state = service.state
         let duration = service.duration()
         let index = service.currentIndex
-        let status = StatusLine(
+        var status = StatusLine(
             title: notice ?? current.map { $0.title ?? QueuePlayer.fileName($0.url) } ?? "",
             artist: notice == nil ? current?.artist : nil,
             elapsed: service.currentTime(),
@@ -223,8 +224,17 @@ final class TerminalSession: @unchecked Sendable {
             muted: actions.isMuted,
             state: state.name,
             position: index.map { ($0 + 1, count) })
-        let text = status.render(width: Terminal.width)
         lock.withLock {
+            // Stopped (the queue ended, or n on the last track): the last
+            // track's line stays, marked stopped, rather than an empty one.
+            if state == .stopped, var last = lastStatus {
+                last.state = status.state
+                last.volumePercent = status.volumePercent
+                last.muted = status.muted
+                status = last
+            }
+            lastStatus = status
+            let text = status.render(width: Terminal.width)
             guard active, force || text != drawn else { return }
             drawn = text
             Console.writeAll(1, Terminal.clearLine + text)

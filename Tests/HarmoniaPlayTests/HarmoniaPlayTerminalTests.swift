@@ -46,7 +46,7 @@ struct HarmoniaPlayTerminalTests {
     @Test("status line: title — artist, bar, elapsed / total, volume, state, i/n; space pauses and resumes; volume and mute keys; ?; q exits 0 and restores the terminal")
     func statusLineAndKeys() throws {
         let pty = try play(["--volume", "50", Self.long])
-        let before = pty.modes()
+        let before = pty.initialModes
         try pty.wait(for: "Playing 1/1: Long Sine — Tester (0:30)")
         try pty.wait(for: "Long Sine — Tester  [")
         try pty.wait(for: " / 0:30  vol 50%  playing  1/1")
@@ -144,7 +144,7 @@ struct HarmoniaPlayTerminalTests {
     @Test("SIGINT and SIGTERM: playback stops, the terminal is restored, exit 130 and 143", arguments: [SIGINT, SIGTERM])
     func signalRestores(_ signo: Int32) throws {
         let pty = try play([Self.long])
-        let before = pty.modes()
+        let before = pty.initialModes
         try pty.wait(for: "  playing  1/1")
         #expect(!sameModes(before, pty.modes()))  // key mode: no echo, not canonical
         kill(pty.pid, signo)
@@ -157,7 +157,7 @@ struct HarmoniaPlayTerminalTests {
     func crashRestores(_ signo: Int32) throws {
         // No backtrace from the Swift runtime: it is slow and beside the point.
         let pty = try play([Self.long], environment: ["SWIFT_BACKTRACE": "enable=no"])
-        let before = pty.modes()
+        let before = pty.initialModes
         try pty.wait(for: "  playing  1/1")
         kill(pty.pid, signo)
         #expect(try pty.waitForExit() == .signaled(signo))
@@ -168,7 +168,7 @@ struct HarmoniaPlayTerminalTests {
     @Test("^C typed on the terminal is SIGINT: exit 130, terminal restored")
     func controlC() throws {
         let pty = try play([Self.long])
-        let before = pty.modes()
+        let before = pty.initialModes
         try pty.wait(for: "  playing  1/1")
         pty.send("\u{03}")
         #expect(try pty.waitForExit() == .exited(130))
@@ -212,7 +212,7 @@ struct HarmoniaPlayTerminalTests {
     @Test("^Z: the terminal is restored while stopped; on SIGCONT key mode and the line come back")
     func suspendAndContinue() throws {
         let pty = try play([Self.long])
-        let before = pty.modes()
+        let before = pty.initialModes
         try pty.wait(for: "  playing  1/1")
         let raw = pty.modes()
         #expect(!sameModes(before, raw))
@@ -224,6 +224,18 @@ struct HarmoniaPlayTerminalTests {
         try pty.wait(for: "  1/1", after: mark)
         pty.send("q")
         #expect(try pty.waitForExit() == .exited(0))
+        #expect(sameModes(before, pty.modes()))
+    }
+
+    @Test("the queue plays out: the last line stays, marked stopped, then a newline and the cursor; exit 0")
+    func playsOut() throws {
+        let short = Fixtures.named("flac_s16_stereo_44k.flac")  // 2 s
+        let pty = try play([short.path])
+        let before = pty.initialModes
+        #expect(try pty.waitForExit() == .exited(0))
+        let last = try #require(statusLines(pty.output).last)
+        #expect(last.hasSuffix(" / 0:02.0  vol 100%  stopped  1/1"), "\(last)")
+        #expect(pty.output.hasSuffix("stopped  1/1\r\n" + Self.showCursor))
         #expect(sameModes(before, pty.modes()))
     }
 

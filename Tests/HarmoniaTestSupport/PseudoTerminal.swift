@@ -30,6 +30,8 @@ public final class PseudoTerminal {
     /// The slave side, held open by the test (O_NOCTTY).
     public let slave: Int32
     public private(set) var pid: pid_t = 0
+    /// The terminal's modes before the child started.
+    public private(set) var initialModes = termios()
     private var bytes: [UInt8] = []
     private var termination: Termination?
 
@@ -49,6 +51,7 @@ public final class PseudoTerminal {
         guard slave >= 0 else { throw Timeout(description: "open \(path): \(String(cString: strerror(errno)))") }
         var size = winsize(ws_row: rows, ws_col: columns, ws_xpixel: 0, ws_ypixel: 0)
         _ = ioctl(master, UInt(TIOCSWINSZ), &size)
+        _ = tcgetattr(slave, &initialModes)
 
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
@@ -142,6 +145,7 @@ public final class PseudoTerminal {
     public func resize(columns: UInt16, rows: UInt16 = 24) {
         var size = winsize(ws_row: rows, ws_col: columns, ws_xpixel: 0, ws_ypixel: 0)
         _ = ioctl(master, UInt(TIOCSWINSZ), &size)
+        _ = tcgetattr(slave, &initialModes)
     }
 
     /// Waits until `condition` holds (reading output meanwhile, checking
