@@ -135,8 +135,11 @@ struct PlayCommand: ParsableCommand {
         tracks[0].start = start
         tracks[0].end = end
 
+        // One PlayerActions per service: its remembered mute level is shared
+        // by every way of asking (keys here).
+        let actions = PlayerActions(service: service)
         let terminal = interactive
-            ? TerminalSession.start(service: service, actions: PlayerActions(service: service), queueLength: tracks.count)
+            ? TerminalSession.start(service: service, actions: actions, queueLength: tracks.count)
             : nil
         switch QueuePlayer(service: service, quiet: quiet, terminal: terminal).run(tracks) {
         case .finished(let failures):
