@@ -52,19 +52,44 @@ struct StatusLine: Equatable {
         var cells = total == nil ? 0 : 20
         while true {
             let room = columns - compose("", cells).count - 2
-            if head.count <= room { return compose(head, cells) }
-            if room >= min(12, head.count) || cells == 0 {
+            let headColumns = Self.columns(head)
+            if headColumns <= room { return compose(head, cells) }
+            if room >= min(12, headColumns) || cells == 0 {
                 if room >= 2 { return compose(Self.truncate(head, to: room), cells) }
                 return String(compose("", cells).prefix(columns))
             }
-            let deficit = min(12, head.count) - room
+            let deficit = min(12, headColumns) - room
             cells = cells > 6 ? max(6, cells - deficit) : 0
         }
     }
 
-    /// `text` in at most `columns` characters, ending in "…" when cut.
+    /// `text` in at most `columns` columns, ending in "…" when cut.
     static func truncate(_ text: String, to columns: Int) -> String {
-        text.count <= columns ? text : String(text.prefix(max(columns - 1, 0))) + "…"
+        guard Self.columns(text) > columns else { return text }
+        var kept = "", used = 0
+        for character in text {
+            let width = Self.columns(character)
+            if used + width > columns - 1 { break }
+            kept.append(character)
+            used += width
+        }
+        return kept + "…"
+    }
+
+    /// Terminal columns `text` takes: wide (East Asian, emoji) characters 2,
+    /// controls 0, others 1.
+    static func columns(_ text: String) -> Int { text.reduce(0) { $0 + columns($1) } }
+
+    static func columns(_ character: Character) -> Int {
+        guard let scalar = character.unicodeScalars.first else { return 0 }
+        switch scalar.value {
+        case 0..<0x20, 0x7F..<0xA0: return 0
+        case 0x1100...0x115F, 0x2E80...0x303E, 0x3041...0x33FF, 0x3400...0x4DBF, 0x4E00...0x9FFF,
+             0xA000...0xA4CF, 0xAC00...0xD7A3, 0xF900...0xFAFF, 0xFE30...0xFE4F, 0xFF00...0xFF60,
+             0xFFE0...0xFFE6, 0x1F300...0x1F64F, 0x1F900...0x1F9FF, 0x20000...0x3FFFD:
+            return 2
+        default: return 1
+        }
     }
 }
 

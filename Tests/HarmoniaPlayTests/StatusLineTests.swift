@@ -24,6 +24,17 @@ struct StatusLineTests {
         #expect(line.render(width: 30) == "1:15 / 5:00  vol 80%  playing")
     }
 
+    @Test("wide characters count two columns")
+    func wideCharacters() {
+        var cjk = line
+        cjk.title = "日本語のとても長い曲名です"  // 13 characters, 26 columns
+        cjk.artist = nil
+        for width in 40...120 {
+            #expect(StatusLine.columns(cjk.render(width: width)) <= width - 1, "\(width)")
+        }
+        #expect(cjk.render(width: 84) == "日本語のとても長い曲名…  [#####---------------]  1:15 / 5:00  vol 80%  playing  2/3")
+    }
+
     @Test("muted, unknown length, no position")
     func variants() {
         var stream = line
