@@ -116,6 +116,8 @@ final class TerminalSession: @unchecked Sendable {
     private var drawn = ""
     private var lastStatus: StatusLine?
     private var active = true
+    /// Between ^Z and SIGCONT: the terminal is the user's, nothing is drawn.
+    private var suspended = false
     private var track: Track?
     private var notice: String?
     private var noticeGeneration = 0
@@ -260,7 +262,7 @@ final class TerminalSession: @unchecked Sendable {
             }
             lastStatus = status
             let text = status.render(width: Terminal.width)
-            guard active, force || text != drawn else { return }
+            guard active, !suspended, force || text != drawn else { return }
             drawn = text
             Console.writeAll(1, Terminal.clearLine + text)
         }
@@ -270,7 +272,7 @@ final class TerminalSession: @unchecked Sendable {
     /// writes, draws the line again.
     func printAbove(_ fd: Int32, _ text: String) {
         lock.withLock {
-            guard active else { return Console.writeAll(fd, text) }
+            guard active, !suspended else { return Console.writeAll(fd, text) }
             Console.writeAll(1, Terminal.clearLine)
             Console.writeAll(fd, text)
             Console.writeAll(1, drawn)
@@ -322,15 +324,17 @@ final class TerminalSession: @unchecked Sendable {
     }
 
     private func suspend() {
-        let resumed = lock.withLock { () -> Bool in
+        let restored = lock.withLock { () -> Bool in
             guard active else { return false }
+            suspended = true
             Terminal.restore(newline: true)
             return true
         }
-        guard resumed else { return }
+        guard restored else { return }
         raise(SIGSTOP)  // this thread stops here (kill(getpid()) may let it run on first)
         // Continued (fg or bg).
         let stillActive = lock.withLock { () -> Bool in
+            suspended = false
             guard active else { return false }
             Terminal.reenterKeyMode()
             return true
