@@ -139,7 +139,7 @@ struct PlayCommand: ParsableCommand {
         // by every way of asking (keys here).
         let actions = PlayerActions(service: service)
         let terminal = interactive
-            ? TerminalSession.start(service: service, actions: actions, queueLength: tracks.count)
+            ? TerminalSession.start(service: service, actions: actions)
             : nil
         switch QueuePlayer(service: service, quiet: quiet, terminal: terminal).run(tracks) {
         case .finished(let failures):

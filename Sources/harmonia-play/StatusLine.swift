@@ -109,7 +109,6 @@ final class TerminalSession: @unchecked Sendable {
 
     let service: DefaultPlaybackService
     let actions: PlayerActions
-    private let count: Int
 
     private let lock = ConditionLock()
     // Guarded by `lock`.
@@ -133,18 +132,17 @@ final class TerminalSession: @unchecked Sendable {
     /// Starts a session when stdin and stdout are a terminal in the
     /// foreground (`Terminal.isInteractive`) and its modes can be set; nil
     /// otherwise (then nothing interactive is printed).
-    static func start(service: DefaultPlaybackService, actions: PlayerActions, queueLength: Int) -> TerminalSession? {
+    static func start(service: DefaultPlaybackService, actions: PlayerActions) -> TerminalSession? {
         guard Terminal.isInteractive, Terminal.enterKeyMode() else { return nil }
-        let session = TerminalSession(service: service, actions: actions, count: queueLength)
+        let session = TerminalSession(service: service, actions: actions)
         registryLock.withLock { current = session }
         session.watchSignals()
         return session
     }
 
-    private init(service: DefaultPlaybackService, actions: PlayerActions, count: Int) {
+    private init(service: DefaultPlaybackService, actions: PlayerActions) {
         self.service = service
         self.actions = actions
-        self.count = count
     }
 
     // MARK: Keys
@@ -242,6 +240,7 @@ final class TerminalSession: @unchecked Sendable {
         let state = service.state
         let duration = service.duration()
         let index = service.currentIndex
+        let count = service.queue.count  // the queue may be edited while playing
         var status = StatusLine(
             title: notice ?? current.map { $0.title ?? QueuePlayer.fileName($0.url) } ?? "",
             artist: notice == nil ? current?.artist : nil,
