@@ -41,7 +41,9 @@ build: deps swift
 # through PulseAudio: the first 1.5 s of the clip, then a second clip. With no
 # server reachable (`pactl info` fails: a fresh or headless machine) it starts
 # the tests' private daemon for the length of the demo; its sink is a null
-# sink, so nothing is heard there, but the whole path runs.
+# sink, so nothing is heard there, but the whole path runs. The play step's
+# output is not piped (and not --quiet): on a terminal it shows the status
+# line and takes keys (space, arrows, n/p, +/-, m, q, ?).
 DEMO_PLAY := --end 1.5 $(DEMO_FILE) Tests/Fixtures/audio/opus_stereo_48k.opus
 DEMO_PULSE_DIR := $(PULSE_DIR)-demo
 demo: build

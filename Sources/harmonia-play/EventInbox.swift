@@ -1,6 +1,6 @@
 // What the playing command waits for: the service's events (handed over by
-// a synchronous observer), control requests and termination signals, in
-// arrival order.
+// a synchronous observer), control requests, keys and termination signals,
+// in arrival order.
 import Dispatch
 import HarmoniaCore
 #if canImport(Glibc)
@@ -16,6 +16,8 @@ final class EventInbox: @unchecked Sendable {
         case signal(Int32)
         /// A control-protocol request, or the end of a client's input.
         case control(ControlMessage)
+        /// A key pressed in the terminal (interactive play).
+        case key(Key)
     }
 
     private let lock = ConditionLock()
@@ -47,15 +49,20 @@ final class EventInbox: @unchecked Sendable {
     }
 
     /// Delivers SIGINT and SIGTERM here instead of killing the process.
+    /// Returns once the sources are registered: until then an ignored signal
+    /// would be lost (libdispatch registers them asynchronously).
     func catchTerminationSignals() {
         var sources: [DispatchSourceSignal] = []
+        let registered = DispatchSemaphore(value: 0)
         for signo in [SIGINT, SIGTERM] {
             signal(signo, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: signo, queue: .global())
             source.setEventHandler { [weak self] in self?.post(.signal(signo)) }
+            source.setRegistrationHandler { registered.signal() }
             source.resume()
             sources.append(source)
         }
+        for _ in sources { _ = registered.wait(timeout: .now() + 1) }
         lock.withLock { signalSources = sources }
     }
 }

@@ -6,10 +6,15 @@ import Glibc
 
 enum Console {
     /// Writes `text` and a newline to stdout.
-    static func out(_ text: String) { writeAll(1, text + "\n") }
+    static func out(_ text: String) { line(1, text + "\n") }
 
     /// Writes `text` and a newline to stderr.
-    static func err(_ text: String) { writeAll(2, text + "\n") }
+    static func err(_ text: String) { line(2, text + "\n") }
+
+    /// Above the status line while one is drawn, so that neither garbles the other.
+    private static func line(_ fd: Int32, _ text: String) {
+        if let session = TerminalSession.active { session.printAbove(fd, text) } else { writeAll(fd, text) }
+    }
 
     /// Reports a failed input the way every subcommand does.
     static func report(_ path: String, _ error: CoreError) {

@@ -55,6 +55,13 @@ struct PlayCommand: ParsableCommand {
             A bad input (a playlist, sheet or folder that cannot be read too) is reported
             on stderr as 'harmonia-play: PATH: CATEGORY: message' and skipped; data the decoder had to skip inside a file (replaced by silence)
             is a 'harmonia-play: warning: ...' line and does not fail the input. Unless --quiet, each track started is announced on stdout.
+
+            On a terminal (stdin and stdout), unless --quiet, a status line shows the
+            track, progress, volume, state and queue position; keys control playback:
+            \(TerminalSession.keyHelp.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))
+            q stops as if the queue had ended. Without a terminal (a pipe, CI) nothing
+            interactive is printed.
+
             Exit status: 0 everything played, 1 some input (or the output) failed,
             2 usage error, 130/143 stopped by SIGINT/SIGTERM.
 
@@ -167,9 +174,12 @@ struct PlayCommand: ParsableCommand {
     func run() throws {
         StderrLogHandler.bootstrap()
         let machine = json || control != nil
+        // The status line and keys: on a terminal (stdin and stdout,
+        // foreground), unless --quiet or stdin/stdout carry JSON.
+        let interactive = !quiet && !json && control != .stdin && Terminal.isInteractive
         var configuration = PlaybackConfiguration()
-        // Positions are shown only to machines (events).
-        configuration.positionInterval = (tick ?? (machine ? 1000 : 0)) / 1000
+        // Positions: for the status line 4 times a second, for machines every --tick.
+        configuration.positionInterval = tick.map { $0 / 1000 } ?? (interactive ? 0.25 : machine ? 1 : 0)
         configuration.replayGain = ReplayGainSettings(mode: replaygain, preampDB: preamp ?? 0)
         // The decoder's warnings (data it skipped) are news to the user:
         // `harmonia-play: warning: PATH: ...`. The service's own warnings
@@ -196,11 +206,17 @@ struct PlayCommand: ParsableCommand {
             tracks[0].end = end
         }
 
-        var player = QueuePlayer(service: service, quiet: quiet || json || control == .stdin)
+        // One PlayerActions per service: its remembered mute level is shared
+        // by every way of asking (keys and control commands).
+        let actions = PlayerActions(service: service)
+        let terminal = interactive
+            ? TerminalSession.start(service: service, actions: actions)
+            : nil
+        var player = QueuePlayer(service: service, quiet: quiet || json || control == .stdin, terminal: terminal)
         if machine {
             // A client that went away is a failed write, not a fatal signal.
             signal(SIGPIPE, SIG_IGN)
-            let dispatcher = ControlDispatcher(service: service, actions: PlayerActions(service: service))
+            let dispatcher = ControlDispatcher(service: service, actions: actions)
             player.control = ControlSession(dispatcher: dispatcher, transport: control, json: json)
         }
         switch player.run(tracks) {

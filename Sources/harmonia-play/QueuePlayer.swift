@@ -9,7 +9,8 @@ import Glibc
 /// (`stopped`), playback failed for good (`error`), or a termination signal
 /// arrived. Every failed input is reported on stderr as
 /// `harmonia-play: PATH: CATEGORY: message` as soon as the service reports it;
-/// unless quiet, one line per track started goes to stdout.
+/// unless quiet, one line per track started goes to stdout. With a terminal
+/// session, keys act on the service and the status line follows the events.
 struct QueuePlayer {
     enum Outcome: Equatable {
         /// The queue ended; `failures` error events were reported on the way.
@@ -25,11 +26,15 @@ struct QueuePlayer {
     /// JSON events and control requests (--json, --control); with a control
     /// channel the player stays at the end of the queue until `quit`.
     var control: ControlSession? = nil
+    /// The status line and keys (interactive play on a terminal), or nil.
+    var terminal: TerminalSession? = nil
 
     /// Plays `tracks` in order. Call once, on a fresh service.
     func run(_ tracks: [Track]) -> Outcome {
         let inbox = EventInbox()
         inbox.catchTerminationSignals()
+        defer { terminal?.finish() }
+        terminal?.startKeys { inbox.post(.key($0)) }
         // The observer runs on the service's threads, possibly under its lock:
         // it only hands the event over.
         service.observe { inbox.post(.event($0)) }
@@ -64,6 +69,7 @@ struct QueuePlayer {
         while !ended {
             switch inbox.take() {
             case .signal(let signo):
+                terminal?.finish()  // the terminal first, whatever stopping takes
                 service.stop()
                 return .interrupted(signal: signo)
             case .control(let message):
@@ -101,6 +107,13 @@ struct QueuePlayer {
                     ended = !(control?.waitsForCommands ?? false)
                 default:
                     break
+                }
+                terminal?.show(event)
+            case .key(let key):
+                // q ends the queue as if it had played out.
+                if terminal?.perform(key) == .quit {
+                    service.stop()
+                    ended = true
                 }
             }
         }
