@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Scaling: decode throughput with 1 decoder and with 2 concurrent decoders on
+# different files. Writes benchmarks/results/scaling.json. Run from the
+# repository root.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="/opt/swift/usr/bin:$PATH"
+swift build -c release --package-path benchmarks --product decode-bench
+python3 benchmarks/harness.py generate
+python3 benchmarks/harness.py scaling
