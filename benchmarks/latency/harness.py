@@ -331,10 +331,13 @@ def drain(stream):
 class Ours(Player):
     name = "ours"
     controls = True
+    latency_ms = None    # None: the default (50 ms)
 
     def start(self, path):
         argv = [self.h.ours, "--control", "stdin", "--tick", "0", "--output", "pulse",
                 "--device", self.h.rec.sink, path]
+        if self.latency_ms:
+            argv[1:1] = ["--latency", str(self.latency_ms)]
         t = now()
         self.proc = self.popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
         drain(self.proc.stdout)
@@ -472,6 +475,13 @@ class Mpd(Player):
                     'audio_output {\n  type "pulse"\n  name "bench"\n  server "%s"\n  sink "%s"\n}\n'
                     % (music, d, os.path.join(d, "db"), os.path.join(d, "log"), os.path.join(d, "pid"),
                        self.sock_path, self.h.env["PULSE_SERVER"], self.h.rec.sink))
+        try:  # a daemon left by an interrupted run of ours (its pid file, and it must be mpd)
+            pid = int(open(os.path.join(d, "pid")).read().strip())
+            if open("/proc/%d/comm" % pid).read().strip() == "mpd":
+                os.kill(pid, signal.SIGTERM)
+                time.sleep(0.5)
+        except (OSError, ValueError):
+            pass
         if os.path.exists(self.sock_path):
             os.unlink(self.sock_path)
         Mpd.daemon = subprocess.Popen(["mpd", "--no-daemon", conf], env=self.h.env,
@@ -479,6 +489,8 @@ class Mpd(Player):
         end = now() + 10
         while now() < end and not os.path.exists(self.sock_path):
             time.sleep(0.05)
+        if not os.path.exists(self.sock_path):
+            raise RuntimeError("mpd did not start (see %s)" % os.path.join(d, "log"))
         self.mpc("update", "--wait")
         self.mpc("clear")
         self.mpc("add", os.path.basename(self.h.wav))
@@ -537,6 +549,13 @@ class Harness:
         self.env["PULSE_SINK"] = self.rec.sink
         self.env["SDL_AUDIODRIVER"] = "pulseaudio"
         self.rec.wait_for_frame(RATE // 10)
+
+    def server_alive(self):
+        try:
+            return subprocess.run(["pactl", "info"], env=self.env, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL, timeout=5).returncode == 0 and self.rec.thread.is_alive()
+        except Exception:
+            return False
 
     def wait_silent(self, seconds=0.15, timeout=3.0):
         """Waits until the last `seconds` of the recording are silent."""
@@ -650,24 +669,58 @@ def main():
     results = {p.name: {"ours": [], "peer": []} for p in peers}
     failed = set()
     latency_us = None
-    for run in range(args.runs):
-        for p in peers:
-            if p.name in failed:
-                continue
-            path = h.mp3 if getattr(p, "mp3", False) else h.wav
-            for who, player in (("ours", ours), ("peer", p)):
-                try:
-                    r = h.session(player, path, p.controls)
-                except Exception as e:  # a peer that breaks is a note, not a crash
-                    player.stop()
-                    if who == "peer":
-                        failed.add(p.name)
-                        notes.append("%s failed in run %d: %s: not measured further." % (p.name, run + 1, e))
+    extra = {}
+    server_lost = False
+    try:
+        for run in range(args.runs):
+            for p in peers:
+                if p.name in failed or server_lost:
+                    continue
+                path = h.mp3 if getattr(p, "mp3", False) else h.wav
+                for who, player in (("ours", ours), ("peer", p)):
+                    try:
+                        r = h.session(player, path, p.controls)
+                    except Exception as e:  # a player that breaks is a note, not a crash
+                        player.stop()
+                        if not h.server_alive():
+                            server_lost = True
+                            notes.append("The PulseAudio server was lost in run %d (%s, %s: %s): the figures are "
+                                         "from the runs before." % (run + 1, p.name, who, e))
+                        elif who == "peer":
+                            failed.add(p.name)
+                            notes.append("%s failed in run %d: %s: not measured further." % (p.name, run + 1, e))
+                        else:
+                            notes.append("ours failed in run %d (paired with %s): %s." % (run + 1, p.name, e))
                         break
-                    raise
-                results[p.name][who].append(r)
-                print("run %d %s/%s: %s" % (run + 1, p.name, who, json.dumps(r)), file=sys.stderr)
-    Mpd.shutdown()
+                    results[p.name][who].append(r)
+                    print("run %d %s/%s: %s" % (run + 1, p.name, who, json.dumps(r)), file=sys.stderr)
+        Mpd.shutdown()
+        # Where the time goes, measured: ours at a 20 ms target (seek and volume follow the buffer?) …
+        if not server_lost:
+            small = Ours(h)
+            small.latency_ms = 20
+            try:
+                extra["small"] = [h.session(small, h.wav, True) for _ in range(3)]
+            except Exception as e:
+                small.stop()
+                notes.append("ours with --latency 20 failed: %s." % e)
+    finally:
+        Mpd.shutdown()
+    # … and the cost of starting the process at all: `--help` exits before any audio work.
+    starts = []
+    for _ in range(5):
+        t = now()
+        subprocess.run([args.ours, "--help"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        starts.append((now() - t) * 1000)
+    extra["help_ms"] = statistics.median(starts)
+    extra["libs"] = {}
+    for name, path in (("ours", args.ours), ("paplay", shutil.which("paplay")), ("mpg123", shutil.which("mpg123"))):
+        if path:
+            try:
+                text = subprocess.run(["ldd", path], capture_output=True, text=True, timeout=10).stdout
+                extra["libs"][name] = sum(1 for line in text.splitlines() if "=>" in line)
+            except Exception:
+                pass
     # the latency the server granted to ours (one short session, pactl while it plays)
     try:
         proc = subprocess.Popen([args.ours, "--quiet", "--output", "pulse", "--device", h.rec.sink, h.wav],
@@ -679,7 +732,7 @@ def main():
     except Exception:
         pass
     h.rec.close()
-    write_results(args, results, notes, latency_us, h)
+    write_results(args, results, notes, latency_us, h, extra)
 
 
 def med(values):
@@ -691,7 +744,7 @@ def rnd(x, nd=1):
     return None if x is None else round(x, nd)
 
 
-def write_results(args, results, notes, latency_us, h):
+def write_results(args, results, notes, latency_us, h, extra):
     rows = []
     headline = []
     buffer_ms = 50.0
@@ -744,9 +797,9 @@ def write_results(args, results, notes, latency_us, h):
     method = (
         "A private PulseAudio 16 server gets a module-pipe-sink (float32, 48 kHz, 8 channels, "
         "use_system_clock_for_timing=yes) as the players' sink: it writes exactly what the server mixed, paced by "
-        "the system clock, in 127-frame (2.6 ms) blocks. We record it instead of the null sink's monitor because "
-        "the monitor drops the first few hundred frames of every new stream (measured here: 16 to 551 frames), which would "
-        "bias time-to-first-sound. One Python harness reads the FIFO on a thread and stamps each block with "
+        "the system clock, in 127-frame (2.6 ms) blocks, which is the resolution of every figure. We record it instead of the null sink's monitor because "
+        "the monitor drops the start (up to a few hundred frames, as this project measured) of every new stream, "
+        "which would bias time-to-first-sound. One Python harness reads the FIFO on a thread and stamps each block with "
         "CLOCK_MONOTONIC; a frame is heard at its block's arrival plus its offset in the block (as a device with no "
         "latency of its own would play it), and commands are stamped on the same clock just before they are "
         "written, so every figure is causal (a command can only change blocks mixed after it). The test signal is a 30 s "
@@ -780,6 +833,21 @@ def write_results(args, results, notes, latency_us, h):
                              % (who, " (paired with %s)" % peer if who == "ours" else "",
                                 statistics.median(g[0] for g in gaps), statistics.median(g[1] for g in gaps),
                                 len(gaps)))
+    fs = med([s.get("first_sound") for r in results.values() for s in r["ours"]])
+    if fs is not None and extra.get("help_ms") is not None:
+        libs = extra.get("libs", {})
+        notes.append("First sound, ours: of the %.1f ms, %.1f ms is starting the process at all (`harmonia-play "
+                     "--help`, start to exit, no audio work: dynamic linking of %s shared libraries, FFmpeg's "
+                     "among them, and the Swift runtime)%s." % (
+                         fs, extra["help_ms"], libs.get("ours", "?"),
+                         "; paplay links %s, mpg123 %s" % (libs.get("paplay", "?"), libs.get("mpg123", "?"))
+                         if libs.get("paplay") or libs.get("mpg123") else ""))
+    small = extra.get("small") or []
+    sk = med([x for s in small for x in s.get("seek", [])])
+    if sk is not None:
+        notes.append("Ours with --latency 20 (3 sessions): seek → sound %.1f ms, volume → level %s ms, "
+                     "pause → silence %s ms: seek and volume follow the output buffer, pause does not."
+                     % (sk, rnd(med([s.get("volume") for s in small])), rnd(med([s.get("pause") for s in small]))))
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out + ".tmp", "w") as f:
         json.dump(data, f, indent=1, ensure_ascii=False)
