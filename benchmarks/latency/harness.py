@@ -792,8 +792,9 @@ def write_results(args, results, notes, latency_us, h, extra):
     if pause_ours is not None:
         headline.append({"label": "Pause → silence vs one %g ms buffer" % buffer_ms,
                          "ratio": round(pause_ours / buffer_ms, 3), "target": 1.0, "lower_is_better": True})
-    granted = ("the server granted ours %.1f ms of buffer (pactl, sink input's buffer latency)" % (latency_us / 1000)
-               if latency_us else "the granted buffer latency could not be read")
+    granted = ("while ours plays at the default 50 ms target, pactl reports %.1f ms buffered in its stream (the sink "
+                "input's buffer latency: what the server holds, i.e. the buffer a seek or volume change waits out)"
+               % (latency_us / 1000) if latency_us else "the buffer the server holds for ours could not be read")
     method = (
         "A private PulseAudio 16 server gets a module-pipe-sink (float32, 48 kHz, 8 channels, "
         "use_system_clock_for_timing=yes) as the players' sink: it writes exactly what the server mixed, paced by "
