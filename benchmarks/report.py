@@ -207,7 +207,7 @@ def write_svg(parts, out_dir):
          f'<text x="{W / 2}" y="22" text-anchor="middle" font-size="16" font-weight="bold">'
          f'Headline ratios, ours ÷ peer (log scale; medians, same-run alternation)</text>',
          f'<text x="{W / 2}" y="40" text-anchor="middle" fill="#555">green: better than the peer, '
-         f'amber: better but target missed, red: worse; orange tick: target; dashed line: parity (1.0)</text>']
+         f'amber: better but target missed, red: worse; blue tick: target; dashed line: parity (1.0)</text>']
     if not items:
         S.append(f'<text x="{W / 2}" y="{top + 20}" text-anchor="middle" fill="#a00">no headline ratios measured</text>')
         S.append("</svg>")
@@ -249,7 +249,7 @@ def write_svg(parts, out_dir):
         t = h.get("target")
         if isinstance(t, (int, float)) and t > 0:
             xt = X(t)
-            S.append(f'<line x1="{xt:.1f}" y1="{y + 2}" x2="{xt:.1f}" y2="{y + row_h - 2}" stroke="#e67e22" '
+            S.append(f'<line x1="{xt:.1f}" y1="{y + 2}" x2="{xt:.1f}" y2="{y + row_h - 2}" stroke="#1f3b8c" '
                      f'stroke-width="3"><title>target {html.escape("<" if lower else ">")} {t}</title></line>')
     S.append(f'<line x1="{X(1.0):.1f}" y1="{top - 6}" x2="{X(1.0):.1f}" y2="{bottom}" stroke="#000" stroke-width="1.5" stroke-dasharray="5,3"/>')
     S.append("</svg>")
