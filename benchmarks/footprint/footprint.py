@@ -223,8 +223,11 @@ def main():
                      f"{lc:.2f} s of CPU ({lst:.3f} s in steady playback) and the server "
                      + ("?" if lsrv is None else f"{lsrv:.2f}") + " s, against "
                      f"{oc:.2f} s ({ost:.3f} s) and " + ("?" if osrv is None else f"{osrv:.2f}")
-                     + " s at 50 ms: the smaller buffer means more wake-ups on both sides. "
-                     f"This row is not in the ratios (they compare the default settings).")
+                     + " s at 50 ms"
+                     + (": the smaller buffer means more wake-ups on both sides. "
+                        if lc < oc or (lsrv is not None and osrv is not None and lsrv < osrv)
+                        else ": the buffer size is not what makes the difference. ")
+                     + "This row is not in the ratios (they compare the default settings).")
     for peer in ("mpv", "MPD"):
         if not runs[peer]:
             notes.append(f"{peer} not measured: {errors.get(peer, 'no runs')}")
@@ -243,9 +246,9 @@ def main():
                          "lower_is_better": True})
         if osrv is not None and psrv and osrv > 1.5 * psrv:
             notes.append(f"The PulseAudio server spent more CPU time for harmonia-play than for {peer} "
-                         f"({osrv:.2f} s vs {psrv:.2f} s in the window): harmonia-play asks for a 50 ms target "
-                         f"latency by default, a smaller server buffer than the peer's, so the server wakes "
-                         f"up more often. This cost is not in the ratios.")
+                         f"({osrv:.2f} s vs {psrv:.2f} s in the window); harmonia-play asks for a 50 ms target "
+                         f"latency by default (the --latency 200 row shows how much of this is the buffer "
+                         f"size). The server's cost is not in the ratios.")
     n = len(runs["ours"])
     method = (
         f"A 10-minute stereo 44.1 kHz 16-bit FLAC (generated with ffmpeg) played in real time through "
