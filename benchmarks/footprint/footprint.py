@@ -237,7 +237,7 @@ def main():
         sr = round(ost / pst, 2) if pst > 0 else None
         rows.append([peer, round(pc, 2), round(100 * pc / a.seconds, 2), round(pst, 3), round(prss, 1),
                      None if psrv is None else round(psrv, 2), cr, sr, rr])
-        headline.append({"label": f"CPU time vs {peer} (20 s of FLAC)", "ratio": cr, "target": None,
+        headline.append({"label": f"CPU time vs {peer} ({a.seconds:g} s of FLAC)", "ratio": cr, "target": None,
                          "lower_is_better": True})
         if sr is not None:
             headline.append({"label": f"CPU time, steady playback vs {peer}", "ratio": sr, "target": None,
