@@ -16,7 +16,7 @@ PULSE_DIR ?= /tmp/harmonia-pulse-$(shell id -u)-$(shell printf '%s' "$(CURDIR)" 
 WITH_PULSE = bash Tests/pulse-test-server.sh start $(PULSE_DIR) && status=0; \
 	HARMONIA_PULSE_DIR=$(PULSE_DIR)
 
-.PHONY: all deps swift build demo test test-unit test-asan test-tsan vectors clean
+.PHONY: all deps swift build demo test test-unit test-asan test-tsan vectors bench clean
 
 all: build
 
@@ -82,6 +82,39 @@ test-tsan: deps swift
 # The test vectors alone (test-unit runs them too, as a Swift test).
 vectors: build
 	@$(SWIFT) run --skip-build harmonia-play vectors specs/vectors/*.json
+
+# Benchmarks (benchmarks/, issue 6): installs the peers and tools every part
+# uses, builds release, starts a private PulseAudio server of its own (a
+# separate folder from the tests'), runs each benchmarks/run-PART.sh that
+# exists in order, stops the server and writes benchmarks/RESULTS.md and
+# benchmarks/chart.svg (benchmarks/report.py). Old results are removed first.
+# A part that fails is recorded as failed (results/PART.json, unless the script
+# left one), the other parts still run, the report is still written, and make
+# exits non-zero at the end.
+BENCH_APT_PACKAGES := python3 mpv mpd mpc mpg123 hyperfine pulseaudio-utils time
+BENCH_PARTS := decode ringbuffer scaling pipeline latency footprint underruns
+BENCH_PULSE_DIR := $(PULSE_DIR)-bench
+bench: build
+	@$(MAKE) --no-print-directory deps APT_PACKAGES="$(APT_PACKAGES) $(BENCH_APT_PACKAGES)"
+	$(SWIFT) build -c release
+	@mkdir -p benchmarks/results && rm -f benchmarks/results/*.json
+	@trap 'bash Tests/pulse-test-server.sh stop $(BENCH_PULSE_DIR)' EXIT; failed=""; \
+	for part in $(BENCH_PARTS); do \
+	  script=benchmarks/run-$$part.sh; [ -f "$$script" ] || continue; \
+	  echo "make bench: $$part ($$script)"; start=$$(date +%s); \
+	  rc=0; bash Tests/pulse-test-server.sh start $(BENCH_PULSE_DIR) || rc=$$?; \
+	  [ $$rc -ne 0 ] || PULSE_SERVER=unix:$(BENCH_PULSE_DIR)/native HARMONIA_PULSE_DIR=$(BENCH_PULSE_DIR) SWIFT="$(SWIFT)" \
+	    bash "$$script" || rc=$$?; \
+	  if [ $$rc -ne 0 ]; then \
+	    failed="$$failed $$part"; echo "make bench: $$part failed (exit $$rc)" >&2; \
+	    [ -s benchmarks/results/$$part.json ] || \
+	      printf '{"part": "%s", "failed": "exit %s"}\n' "$$part" "$$rc" > benchmarks/results/$$part.json; \
+	  fi; \
+	  echo "make bench: $$part done in $$(( $$(date +%s) - start )) s"; \
+	done; \
+	bash Tests/pulse-test-server.sh stop $(BENCH_PULSE_DIR); \
+	SWIFT="$(SWIFT)" python3 benchmarks/report.py || failed="$$failed report"; \
+	if [ -n "$$failed" ]; then echo "make bench: failed:$$failed (see benchmarks/RESULTS.md)" >&2; exit 1; fi
 
 clean:
 	rm -rf .build .build-asan .build-tsan

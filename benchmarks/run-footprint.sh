@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Footprint: CPU time and peak RSS over 20 s of real-time playback of a
+# 10-minute FLAC, harmonia-play vs mpv and MPD (benchmarks/footprint/footprint.py).
+# Writes benchmarks/results/footprint.json. Env: FOOTPRINT_SECONDS (20), FOOTPRINT_ROUNDS (3).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. benchmarks/footprint/common.sh
+release_build
+flac=$(make_flac footprint-10min.flac)
+ensure_pulse footprint
+trap stop_own_pulse EXIT
+python3 benchmarks/footprint/footprint.py --ours "$HARMONIA_PLAY" --file "$flac" \
+  --seconds "${FOOTPRINT_SECONDS:-20}" --rounds "${FOOTPRINT_ROUNDS:-3}" \
+  --work benchmarks/.work --out benchmarks/results/footprint.json
