@@ -57,19 +57,19 @@ struct PlaylistParserTests {
         let latin1 = Data(Array("#EXTINF:1,Caf".utf8) + [0xE9] + Array("\nx.mp3\n".utf8))
         try latin1.write(to: URL(fileURLWithPath: base + ".m3u"))
         try latin1.write(to: URL(fileURLWithPath: base + ".m3u8"))
-        let text = try PlaylistParsers.readText(base + ".m3u", utf8Only: false)
+        let text = try TextFile.read(base + ".m3u", what: "a playlist", utf8Only: false)
         #expect(PlaylistParsers.m3u(text, playlist: base + ".m3u").first?.title == "Café")
         do {
-            _ = try PlaylistParsers.readText(base + ".m3u8", utf8Only: true)
+            _ = try TextFile.read(base + ".m3u8", what: "a playlist", utf8Only: true)
             Issue.record("an .m3u8 that is not UTF-8 was read")
         } catch {
             #expect(error.category == .decodeError)
         }
         try Data([0xEF, 0xBB, 0xBF] + Array("#EXTINF:1,Café\nx.mp3\n".utf8)).write(to: URL(fileURLWithPath: base + ".m3u8"))
-        let utf8 = try PlaylistParsers.readText(base + ".m3u8", utf8Only: true)
+        let utf8 = try TextFile.read(base + ".m3u8", what: "a playlist", utf8Only: true)
         #expect(PlaylistParsers.m3u(utf8, playlist: base + ".m3u8").first?.title == "Café")
         #expect(throws: CoreError.notFound("\(base).pls: no such file or directory; check the path")) {
-            try PlaylistParsers.readText(base + ".pls", utf8Only: false)
+            try TextFile.read(base + ".pls", what: "a playlist", utf8Only: false)
         }
     }
 

@@ -17,7 +17,7 @@ public struct CueSheetFileAdapter: CueSheetPort {
 
     public func parse(url: String) throws(CoreError) -> CueSheet {
         let path = try Self.localPath(url)
-        let text = try Self.readText(path)
+        let text = try TextFile.read(path, what: "a CUE sheet")
         return try Self.parse(text: text, path: Self.absolute(path))
     }
 
@@ -161,29 +161,4 @@ public struct CueSheetFileAdapter: CueSheetPort {
         URL(fileURLWithPath: path).absoluteURL.standardized.path
     }
 
-    /// The sheet's text: UTF-8 without a byte-order mark, or Latin-1.
-    static func readText(_ path: String) throws(CoreError) -> String {
-        var info = stat()
-        if stat(path, &info) != 0 {
-            let code = errno
-            switch code {
-            case ENOENT, ENOTDIR: throw .notFound("\(path): no such file or directory; check the path")
-            case EACCES, EPERM: throw .ioError("\(path): permission denied; check the file's permissions")
-            default: throw .ioError("\(path): \(String(cString: strerror(code)))")
-            }
-        }
-        if info.st_mode & S_IFMT == S_IFDIR { throw .unsupported("\(path): a directory, not a CUE sheet") }
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw .ioError("\(path): cannot be read; check the file's permissions")
-        }
-        return decodeText(data)
-    }
-
-    /// UTF-8 (a leading byte-order mark removed), or Latin-1 when not valid UTF-8.
-    public static func decodeText(_ data: Data) -> String {
-        var bytes = data
-        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { bytes = bytes.dropFirst(3) }
-        if let text = String(data: bytes, encoding: .utf8) { return text }
-        return String(String.UnicodeScalarView(bytes.map { Unicode.Scalar($0) }))
-    }
 }

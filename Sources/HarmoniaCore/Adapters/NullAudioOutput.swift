@@ -163,14 +163,7 @@ public final class NullAudioOutput: AudioOutputPort, @unchecked Sendable {
             } else {
                 got = ring.discardForManualAdvance(frames: frames, scratch: &manualScratch)
             }
-            played += Int64(got)
-            if got > 0 { hadData = true }
-            if got < frames && hadData && ring.framesWritten > 0 {
-                underruns += 1
-                hadData = false
-                event = .underrun(count: underruns)
-            }
-            lock.broadcast()
+            event = account(played: got, of: frames, ring: ring)
             return got
         }
         if let event { hub.emit(event) }
@@ -190,6 +183,19 @@ public final class NullAudioOutput: AudioOutputPort, @unchecked Sendable {
         return advance(frames: frames)
     }
     public var underrunCount: Int { lock.withLock { underruns } }
+
+    /// Counts `got` of `wanted` frames as played, as a device would: fewer
+    /// than wanted after some audio is an underrun (the event to send, once
+    /// the lock is released). Wakes `drain`. Call with `lock` held.
+    private func account(played got: Int, of wanted: Int, ring: SPSCRingBuffer) -> AudioOutputEvent? {
+        defer { lock.broadcast() }
+        played += Int64(got)
+        if got > 0 { hadData = true }
+        guard got < wanted && hadData && ring.framesWritten > 0 else { return nil }
+        underruns += 1
+        hadData = false
+        return .underrun(count: underruns)
+    }
 
     /// The consumer: one period per period of clock time, like a device.
     private func consume(clock: any ClockPort, generation: Int) {
@@ -216,14 +222,7 @@ public final class NullAudioOutput: AudioOutputPort, @unchecked Sendable {
                     return
                 }
                 let got = ring.read(into: scratch, frames: periodFrames)
-                played += Int64(got)
-                if got > 0 { hadData = true }
-                if got < periodFrames && hadData && ring.framesWritten > 0 {
-                    underruns += 1
-                    hadData = false
-                    event = .underrun(count: underruns)
-                }
-                lock.broadcast()
+                event = account(played: got, of: periodFrames, ring: ring)
             }
             if let event { hub.emit(event) }
         }

@@ -125,9 +125,9 @@ struct InputExpander {
             let sheet = try cueSheets.parse(url: path)
             return sheet.queueTracks().map { (PlaylistEntry(location: $0.url), $0) }
         case "pls":
-            return try PlaylistParsers.pls(PlaylistParsers.readText(path, utf8Only: false), playlist: path).map { ($0, nil) }
+            return try PlaylistParsers.pls(TextFile.read(path, what: "a playlist"), playlist: path).map { ($0, nil) }
         case let ext:
-            let text = try PlaylistParsers.readText(path, utf8Only: ext == "m3u8")
+            let text = try TextFile.read(path, what: ext == "m3u8" ? "an .m3u8 playlist" : "a playlist", utf8Only: ext == "m3u8")
             return PlaylistParsers.m3u(text, playlist: path).map { ($0, nil) }
         }
     }

@@ -87,30 +87,4 @@ enum PlaylistParsers {
         let folder = (playlist as NSString).deletingLastPathComponent
         return folder.isEmpty ? entry : (folder as NSString).appendingPathComponent(entry)
     }
-
-    /// The playlist's text. `utf8Only` (M3U8): the bytes must be UTF-8;
-    /// otherwise UTF-8 is tried first, then Latin-1. A byte-order mark is skipped.
-    static func readText(_ path: String, utf8Only: Bool) throws(CoreError) -> String {
-        var info = stat()
-        if stat(path, &info) != 0 {
-            let code = errno
-            switch code {
-            case ENOENT, ENOTDIR: throw .notFound("\(path): no such file or directory; check the path")
-            case EACCES, EPERM: throw .ioError("\(path): permission denied; check the file's permissions")
-            default: throw .ioError("\(path): \(String(cString: strerror(code)))")
-            }
-        }
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw .ioError("\(path): cannot be read; check the file's permissions")
-        }
-        if utf8Only {
-            var bytes = data
-            if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { bytes = bytes.dropFirst(3) }
-            guard let text = String(data: bytes, encoding: .utf8) else {
-                throw .decodeError("\(path): not valid UTF-8, which an .m3u8 playlist must be")
-            }
-            return text
-        }
-        return CueSheetFileAdapter.decodeText(data)
-    }
 }
