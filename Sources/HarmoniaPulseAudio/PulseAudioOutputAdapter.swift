@@ -75,6 +75,9 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
 
     /// The producer's view of the ring: the decode thread writes without the main loop lock.
     private let producerRing = Mutex<SPSCRingBuffer?>(nil)
+    /// Set by a flush: the producer's next writes push audio into the stream
+    /// themselves (`refill`), rather than wait for the server to ask.
+    private let refillPending = Atomic<Bool>(false)
 
     public init(options: Options = Options()) {
         self.options = options
@@ -195,7 +198,26 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
 
     public func write(_ frames: UnsafePointer<Float>, frameCount: Int) -> Int {
         guard let ring = producerRing.withLock({ $0 }) else { return 0 }
-        return ring.write(frames, frames: frameCount)
+        let written = ring.write(frames, frames: frameCount)
+        if written > 0, refillPending.load(ordering: .acquiring) { refill() }
+        return written
+    }
+
+    /// After a flush (producer thread): the server asked for a whole buffer
+    /// while the ring was empty, and will not ask again until it plays
+    /// something; so the producer writes what the ring now holds straight
+    /// into the stream, until the stream's buffer is full.
+    private func refill() {
+        withMainloopLock {
+            guard let rt, rt.refilling else {
+                refillPending.store(false, ordering: .relaxed)
+                return
+            }
+            guard let stream, !serverLost, pa_stream_get_state(stream) == PA_STREAM_READY else { return }
+            let writable = pa_stream_writable_size(stream)
+            if writable > 0, writable != Int.max { rt.fill(stream, writable) }
+            if !rt.refilling { refillPending.store(false, ordering: .relaxed) }
+        }
     }
 
     /// Kept across `configure` (each new stream starts at this gain) and
@@ -407,6 +429,11 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
         guard let rt else { return }
         rt.ring.discardReadable()  // safe: the callback cannot run while we hold the lock
         guard let stream, !serverLost else { return }
+        // From here until the buffer is full again the callback writes no
+        // silence (it may run while we wait below, with the ring empty), and
+        // the producer's writes push the new audio in.
+        rt.refilling = true
+        refillPending.store(true, ordering: .releasing)
         updatePosition()
         wait(for: pa_stream_flush(stream, operationDone, Unmanaged.passUnretained(self).toOpaque()))
         wait(for: pa_stream_update_timing_info(stream, operationDone, Unmanaged.passUnretained(self).toOpaque()))

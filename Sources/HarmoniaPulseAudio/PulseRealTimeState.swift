@@ -26,6 +26,12 @@ final class PulseRealTimeState: @unchecked Sendable {
     var playing = false
     /// Drain requested: stop zero-filling; signal the main loop when the ring is empty.
     var draining = false
+    /// Since a flush, until the stream's buffer is full again: write only
+    /// real audio, never silence. The server holds a flushed stream in its
+    /// pre-buffer state until audio arrives, so the new audio goes in at the
+    /// read index and sounds at once; zero-filling here would queue a whole
+    /// buffer of silence ahead of it. The producer pushes it (`refill`).
+    var refilling = false
     /// Frames written (real + silence), counted across streams: positions are
     /// continuous when a lost server is replaced. The current stream began at
     /// `streamOrigin`, so its own write index is streamFramesWritten − streamOrigin.
@@ -107,8 +113,8 @@ final class PulseRealTimeState: @unchecked Sendable {
             got += ring.read(into: out + got * channels, frames: frames - got)
             if got > 0 { hadRealData = true }
             if got < frames {
-                if !playing || draining {
-                    // Corked (prefilling) or draining: write only what exists.
+                if !playing || draining || refilling {
+                    // Corked (prefilling), draining or refilling after a flush: write only what exists.
                     if got == 0 {
                         pa_stream_cancel_write(stream)
                         if draining, let mainloop { pa_threaded_mainloop_signal(mainloop, 0) }
@@ -125,7 +131,7 @@ final class PulseRealTimeState: @unchecked Sendable {
                     }
                 }
             }
-            let written = (got < frames && (!playing || draining)) ? got : frames
+            let written = (got < frames && (!playing || draining || refilling)) ? got : frames
             applyGain(out, frames: written)
             remember(out, frames: written)
             pa_stream_write(stream, data, written * frameBytes, nil, 0, PA_SEEK_RELATIVE)
@@ -133,6 +139,8 @@ final class PulseRealTimeState: @unchecked Sendable {
             remaining -= written
             if written < frames { return }
         }
+        // Everything the server asked for was real audio: its buffer is full.
+        refilling = false
     }
 
     /// Ramps linearly from the current gain to the target across `frames`.

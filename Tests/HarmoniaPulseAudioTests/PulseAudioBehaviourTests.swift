@@ -87,9 +87,12 @@ struct PulseAudioBehaviourTests {
     func flush() throws {
         let (first, recorder, output) = try playingCounterSignal(frames: rate * 2)
         let second = first.map { -$0 }
+        let clock = MonotonicClockAdapter()
+        let began = clock.now()
         output.flush()
         let heardAtFlush = output.framesPlayed
         #expect(output.write(second, frameCount: rate / 2) == rate / 2)
+        let callFrames = Int(Double(clock.now() - began) * Double(rate) / 1e9)
         output.drain()
         let finalPlayed = output.framesPlayed
         output.stop()
@@ -102,7 +105,12 @@ struct PulseAudioBehaviourTests {
         print("[flush] \(playedOfFirst) frames of the first signal played; \(Int64(playedOfFirst) - heardAtFlush) after flush()")
         #expect(playedOfFirst < rate * 2, "the rest of the first signal was dropped")
         #expect(Int64(playedOfFirst) - heardAtFlush <= Int64(Double(rate) * latency), "flush takes effect within one buffer")
+        let gap = recording[index...].prefix { $0 == 0 }.count / 2
         let rest = Array(recording[index...].drop { $0 == 0 }.prefix(second.count / 4))
+        print("[flush] \(gap) frames of silence between the old audio and the new (flush() and write() took \(callFrames) frames)")
+        // No buffer of silence is queued ahead of the new audio: the gap is
+        // the time the calls took plus one block of the sink's (10 ms).
+        #expect(gap <= callFrames + rate / 100, "the new audio sounds as soon as it is written")
         #expect(rest.elementsEqual(second.prefix(rest.count)), "the new audio follows, from its first frame")
         #expect(rest.count == second.count / 4)
         // Heard = the position at flush + all of the second: flushed frames never count

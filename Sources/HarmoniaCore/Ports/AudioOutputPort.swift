@@ -49,8 +49,9 @@ public protocol AudioOutputPort: AnyObject, Sendable {
     /// stops). Not for real-time threads.
     func drain()
 
-    /// Queues up to `frameCount` frames from `frames` without blocking and
-    /// returns how many were accepted (0 when the ring is full).
+    /// Queues up to `frameCount` frames from `frames` without waiting for the
+    /// device and returns how many were accepted (0 when the ring is full).
+    /// Producer thread.
     func write(_ frames: UnsafePointer<Float>, frameCount: Int) -> Int
 
     /// Output gain 0…1, clamped; audible within one output buffer, ramped
