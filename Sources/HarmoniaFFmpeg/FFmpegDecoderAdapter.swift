@@ -54,6 +54,11 @@ public final class FFmpegDecoderAdapter: DecoderPort {
         try session(handle).withLock { $0.position }
     }
 
+    /// The tags `FFmpegTagReaderAdapter` reads, from the open session (no I/O).
+    public func tags(_ handle: DecodeHandle) throws(CoreError) -> TagBundle? {
+        try session(handle).withLock { FFmpegTagReaderAdapter.tags(of: $0) }
+    }
+
     public func close(_ handle: DecodeHandle) {
         let removed = sessions.withLock { $0.removeValue(forKey: handle) }
         removed?.withLock { $0.close() }

@@ -26,8 +26,15 @@ public struct FFmpegTagReaderAdapter: TagReaderPort {
     public func readWithStreamInfo(url: String) throws(CoreError) -> (tags: TagBundle, stream: StreamInfo) {
         let session = try FFmpegDecodeSession(url: url, logger: NoopLoggerAdapter())
         defer { session.close() }
+        return (Self.tags(of: session), session.info)
+    }
+
+    /// The tags of an open session: what `read(url:)` returns, without
+    /// opening anything (`FFmpegDecoderAdapter.tags(_:)` serves them too).
+    static func tags(of session: FFmpegDecodeSession) -> TagBundle {
         let input = session.input
         let info = session.info
+        let url = input.url
         var tags = Self.tags(from: MetadataLookup(input.metadataEntries()))
 
         tags.artworkData = Self.attachedPicture(input)
@@ -44,7 +51,7 @@ public struct FFmpegTagReaderAdapter: TagReaderPort {
            !(url.hasPrefix("http:") || url.hasPrefix("https:")) {
             tags.fileSize = Int(avio_size(io))
         }
-        return (tags, info)
+        return tags
     }
 
     /// Maps FFmpeg's normalised metadata keys to TagBundle fields.

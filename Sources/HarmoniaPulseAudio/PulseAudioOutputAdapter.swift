@@ -84,6 +84,10 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
         events = hub.stream()
         mainloop = pa_threaded_mainloop_new()
         pa_threaded_mainloop_start(mainloop)
+        // Start connecting now, so the handshake overlaps whatever the caller
+        // does before `configure` (opening the first file); `configure`
+        // waits for it, and reports a failure then.
+        withMainloopLock { try? beginConnecting() }
     }
 
     deinit {
@@ -106,7 +110,7 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
         }
         try withMainloopLock { () throws(CoreError) in
             teardownStream()
-            if context == nil { try connect() }
+            try connect()
             if let device = options.device { try checkSinkExists(device) }
             self.sampleRate = sampleRate
             self.channels = channels
@@ -259,7 +263,34 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
 
     // MARK: Connection (main loop lock held)
 
+    /// Connected and ready on return, reusing a context already connected or
+    /// on its way (from `init`); one that failed before is replaced once.
     private func connect() throws(CoreError) {
+        if let context, contextWasReady, pa_context_get_state(context) == PA_CONTEXT_READY { return }
+        var fresh = false
+        if context == nil {
+            try beginConnecting()
+            fresh = true
+        }
+        guard let context else { return }
+        while true {
+            let state = pa_context_get_state(context)
+            if state == PA_CONTEXT_READY { break }
+            if state == PA_CONTEXT_FAILED || state == PA_CONTEXT_TERMINATED {
+                let reason = String(cString: pa_strerror(pa_context_errno(context)))
+                teardownContext()
+                // The early attempt may predate the server: try once more now.
+                if !fresh { return try connect() }
+                throw Self.noServer(options.server, reason)
+            }
+            pa_threaded_mainloop_wait(mainloop)
+        }
+        contextWasReady = true
+        serverLost = false
+    }
+
+    /// Creates the context and starts connecting; does not wait.
+    private func beginConnecting() throws(CoreError) {
         let api = pa_threaded_mainloop_get_api(mainloop)
         guard let context = pa_context_new(api, options.applicationName) else {
             throw .ioError("PulseAudio: cannot create a context (out of memory)")
@@ -268,22 +299,10 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
         contextWasReady = false
         if pa_context_connect(context, options.server, PA_CONTEXT_NOAUTOSPAWN, nil) < 0 {
             let reason = String(cString: pa_strerror(pa_context_errno(context)))
+            pa_context_set_state_callback(context, nil, nil)
             pa_context_unref(context)
             throw Self.noServer(options.server, reason)
         }
-        while true {
-            let state = pa_context_get_state(context)
-            if state == PA_CONTEXT_READY { break }
-            if state == PA_CONTEXT_FAILED || state == PA_CONTEXT_TERMINATED {
-                let reason = String(cString: pa_strerror(pa_context_errno(context)))
-                pa_context_set_state_callback(context, nil, nil)
-                pa_context_unref(context)
-                throw Self.noServer(options.server, reason)
-            }
-            pa_threaded_mainloop_wait(mainloop)
-        }
-        contextWasReady = true
-        serverLost = false
         self.context = context
     }
 

@@ -53,9 +53,19 @@ public protocol DecoderPort: AnyObject, Sendable {
 
     /// Releases everything the session holds. Idempotent; never throws.
     func close(_ handle: DecodeHandle)
+
+    /// The stream's tags as `TagReaderPort.read` gives them, when the adapter
+    /// read them while opening; nil when it does not (the default). Does no
+    /// I/O: a player then opens each file once, not once for the audio and
+    /// again for the tags.
+    /// - Throws: `invalidState` for a closed or unknown handle.
+    func tags(_ handle: DecodeHandle) throws(CoreError) -> TagBundle?
 }
 
 extension DecoderPort {
+    /// This decoder does not read tags: nil.
+    public func tags(_ handle: DecodeHandle) throws(CoreError) -> TagBundle? { nil }
+
     /// Seeks to the frame nearest `seconds`: `round(seconds × sampleRate)`.
     /// - Throws: as `seek(_:toFrame:)`; `invalidArgument` for a negative or
     ///   non-finite time.

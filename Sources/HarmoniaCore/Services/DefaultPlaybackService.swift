@@ -77,7 +77,8 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
 
     /// - Parameters:
     ///   - tagReader: reads tags of local files as they are opened (track
-    ///     metadata and ReplayGain); `nil` skips tags.
+    ///     metadata and ReplayGain) when the decoder does not give them
+    ///     itself (`DecoderPort.tags`); with neither, tracks have no tags.
     public init(decoder: any DecoderPort, output: any AudioOutputPort, clock: any ClockPort,
                 logger: any LoggerPort = NoopLoggerAdapter(), tagReader: (any TagReaderPort)? = nil,
                 configuration: PlaybackConfiguration = PlaybackConfiguration()) {
@@ -889,7 +890,9 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
         let handle = try decoder.open(url: track.url)
         do {
             let info = try decoder.info(handle)
-            let tags = Self.isLocal(track.url) ? (try? tagReader?.read(url: track.url)) : nil
+            // The decoder's own tags when it has them (one open per track);
+            // otherwise the tag reader, for local files only.
+            let tags = (try? decoder.tags(handle)) ?? (Self.isLocal(track.url) ? (try? tagReader?.read(url: track.url)) : nil)
             var filled = tags.map { track.filled(from: $0) } ?? track
             let start = Int64(((track.start ?? 0) * info.sampleRate).rounded())
             // Only a track's own end caps reads: at the file's end the decoder
