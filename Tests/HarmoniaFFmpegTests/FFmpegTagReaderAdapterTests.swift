@@ -49,6 +49,16 @@ struct FFmpegTagReaderTests {
         #expect(tags.isEmpty == expected.isEmpty)
     }
 
+    @Test("DecoderPort.tags of an open handle equals the tag reader's bundle, every field, cover art included", arguments: Fixtures.all)
+    func decoderTags(fixture: Fixture) throws {
+        let decoder = FFmpegDecoderAdapter()
+        let handle = try decoder.open(url: fixture.path)
+        let fromDecoder = try #require(try decoder.tags(handle), "\(fixture): the FFmpeg decoder gives tags")
+        #expect(fromDecoder == (try FFmpegTagReaderAdapter().read(url: fixture.path)), "\(fixture)")
+        decoder.close(handle)
+        #expect(throws: CoreError.self) { try decoder.tags(handle) }
+    }
+
     @Test("technical fields come from the stream: exact duration, rate, channels, codec, size", arguments: Fixtures.all)
     func technical(fixture: Fixture) throws {
         let tags = try FFmpegTagReaderAdapter().read(url: fixture.path)

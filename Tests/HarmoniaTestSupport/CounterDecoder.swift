@@ -19,10 +19,12 @@ public final class CounterDecoder: DecoderPort, @unchecked Sendable {
         public var readError: CoreError
         /// `read` blocks at this frame until `release(url)` is called.
         public var stallAt: Int64?
+        /// What `tags(_:)` gives: nil, as a decoder that reads no tags.
+        public var tags: TagBundle?
 
         public init(frames: Int64, sampleRate: Double = 44_100, channels: Int = 2, base: Float = 0,
                     openError: CoreError? = nil, failAt: Int64? = nil,
-                    readError: CoreError = .decodeError("corrupt packet"), stallAt: Int64? = nil) {
+                    readError: CoreError = .decodeError("corrupt packet"), stallAt: Int64? = nil, tags: TagBundle? = nil) {
             self.frames = frames
             self.sampleRate = sampleRate
             self.channels = channels
@@ -31,6 +33,7 @@ public final class CounterDecoder: DecoderPort, @unchecked Sendable {
             self.failAt = failAt
             self.readError = readError
             self.stallAt = stallAt
+            self.tags = tags
         }
     }
 
@@ -127,6 +130,10 @@ public final class CounterDecoder: DecoderPort, @unchecked Sendable {
 
     public func position(_ handle: DecodeHandle) throws(CoreError) -> Int64 {
         try lock.withLock { () throws(CoreError) in try session(handle).position }
+    }
+
+    public func tags(_ handle: DecodeHandle) throws(CoreError) -> TagBundle? {
+        try lock.withLock { () throws(CoreError) in try session(handle).source.tags }
     }
 
     public func close(_ handle: DecodeHandle) {

@@ -112,6 +112,20 @@ struct FixedTagReader: TagReaderPort {
         #expect(abs(preamp[0] - 1) < 1e-4)
     }
 
+    @Test("tags the decoder gives win over the tag reader: one open per track, gain and title from the decoder")
+    func decoderTags() throws {
+        let fromDecoder = TagBundle(title: "From the decoder", replayGainTrack: -6.0206)
+        let reader = FixedTagReader(tags: ["a": TagBundle(title: "From the reader", replayGainTrack: 6.0206)])
+        let h = ServiceHarness(["a": .init(frames: 1_000, base: 1, tags: fromDecoder)],
+                               configuration: PlaybackConfiguration(replayGain: .init(mode: .track)), tagReader: reader)
+        try h.service.load(url: "a")
+        try h.service.play()
+        let first = Array(h.listen(frames: 2).prefix(2))
+        #expect(abs(first[1] - 1) < 1e-4, "the decoder's −6 dB applied, not the reader's +6 dB (got \(first))")
+        #expect(h.service.queue.first?.title == "From the decoder")
+        #expect(h.decoder.openedURLs == ["a"])
+    }
+
     @Test("ReplayGain rules without a decoder")
     func replayGainRules() {
         let settings = ReplayGainSettings(mode: .album, preampDB: 0, preventClipping: true)
