@@ -16,7 +16,7 @@ PULSE_DIR ?= /tmp/harmonia-pulse-$(shell id -u)-$(shell printf '%s' "$(CURDIR)" 
 WITH_PULSE = bash Tests/pulse-test-server.sh start $(PULSE_DIR) && status=0; \
 	HARMONIA_PULSE_DIR=$(PULSE_DIR)
 
-.PHONY: all deps swift build demo test test-unit test-asan test-tsan vectors bench clean
+.PHONY: all deps swift build release demo test test-unit test-asan test-tsan vectors bench clean
 
 all: build
 
@@ -36,6 +36,11 @@ swift:
 
 build: deps swift
 	$(SWIFT) build
+
+# The optimised player, .build/release/harmonia-play, built the way the
+# benchmarks build it (benchmarks/release-build.sh: Swift runtime linked in).
+release: deps swift
+	@SWIFT="$(SWIFT)" bash benchmarks/release-build.sh harmonia-play
 
 # The demo shows what the engine reads from a clip, then plays a short queue
 # through PulseAudio: the first 1.5 s of the clip, then a second clip. With no
@@ -96,7 +101,7 @@ BENCH_PARTS := decode ringbuffer scaling pipeline latency footprint underruns
 BENCH_PULSE_DIR := $(PULSE_DIR)-bench
 bench: build
 	@$(MAKE) --no-print-directory deps APT_PACKAGES="$(APT_PACKAGES) $(BENCH_APT_PACKAGES)"
-	$(SWIFT) build -c release
+	@$(MAKE) --no-print-directory release
 	@mkdir -p benchmarks/results && rm -f benchmarks/results/*.json
 	@trap 'bash Tests/pulse-test-server.sh stop $(BENCH_PULSE_DIR)' EXIT; failed=""; \
 	for part in $(BENCH_PARTS); do \

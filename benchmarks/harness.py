@@ -255,7 +255,7 @@ def cmd_decode(pairs=5):
 
 def cmd_pipeline(pairs=5):
     if not os.path.exists(HARMONIA_PLAY):
-        sys.exit(f"{HARMONIA_PLAY} is missing: run `swift build -c release` in the repository root")
+        sys.exit(f"{HARMONIA_PLAY} is missing: run `make release` in the repository root")
     method = ("The whole player against ffmpeg on the same files as the decode table: "
               "`harmonia-play FILE --output file:/dev/null --quiet` (release build: PlaybackService, its decode "
               "thread, the ring buffer and the file output, which runs as fast as the decoder) vs "

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . benchmarks/footprint/common.sh
-release_build
+release_harmonia_play
 flac=$(make_flac footprint-10min.flac)
 ensure_pulse footprint
 trap stop_own_pulse EXIT

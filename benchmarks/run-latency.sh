@@ -27,8 +27,8 @@ fi
 command -v python3 >/dev/null || { echo "run-latency: python3 is required" >&2; exit 1; }
 
 # Our release build.
-"$SWIFT" build -c release >&2
-ours=$("$SWIFT" build -c release --show-bin-path)/harmonia-play
+. "$root/benchmarks/release-build.sh"
+ours=$(release_build harmonia-play "$root")
 
 # A private PulseAudio server unless make bench gave us one.
 pulse_dir=""

@@ -5,6 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/opt/swift/usr/bin:$PATH"
-swift build -c release --product harmonia-play
+. benchmarks/release-build.sh
+release_build harmonia-play >/dev/null
 python3 benchmarks/harness.py generate
 python3 benchmarks/harness.py pipeline

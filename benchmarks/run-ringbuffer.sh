@@ -8,8 +8,8 @@ cd "$(dirname "$0")/.."
 export PATH="/opt/swift/usr/bin:$PATH"
 work=benchmarks/.work/ringbuffer
 rm -rf "$work" && mkdir -p "$work"
-swift build -c release --package-path benchmarks --product ring-bench
-benchmarks/.build/release/ring-bench --pairs 7 > "$work/ring.json"
+. benchmarks/release-build.sh
+"$(release_build ring-bench benchmarks)" --pairs 7 > "$work/ring.json"
 # --no-progress: the plugin's progress bar is for terminals.
 swift package --package-path benchmarks --allow-writing-to-package-directory \
     benchmark --target RingBuffer --format jmh --path "$work" --no-progress >&2

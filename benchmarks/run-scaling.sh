@@ -5,6 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/opt/swift/usr/bin:$PATH"
-swift build -c release --package-path benchmarks --product decode-bench
+. benchmarks/release-build.sh
+release_build decode-bench benchmarks >/dev/null
 python3 benchmarks/harness.py generate
 python3 benchmarks/harness.py scaling

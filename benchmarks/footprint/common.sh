@@ -7,9 +7,9 @@ WORK=benchmarks/.work
 RESULTS=benchmarks/results
 mkdir -p "$WORK" "$RESULTS"
 
-release_build() {
-  "$SWIFT" build -c release --product harmonia-play >&2
-  HARMONIA_PLAY=$("$SWIFT" build -c release --show-bin-path)/harmonia-play
+. benchmarks/release-build.sh
+release_harmonia_play() {
+  HARMONIA_PLAY=$(release_build harmonia-play)
   test -x "$HARMONIA_PLAY"
 }
 
