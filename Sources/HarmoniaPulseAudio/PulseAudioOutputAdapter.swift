@@ -454,8 +454,11 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
         rt.refilling = true
         refillPending.store(true, ordering: .releasing)
         updatePosition()
-        wait(for: pa_stream_flush(stream, operationDone, Unmanaged.passUnretained(self).toOpaque()))
+        // The server answers in order: the timing it sends is the state right
+        // after the flush, and one round trip covers both requests.
+        let flushing = pa_stream_flush(stream, operationDone, Unmanaged.passUnretained(self).toOpaque())
         wait(for: pa_stream_update_timing_info(stream, operationDone, Unmanaged.passUnretained(self).toOpaque()))
+        wait(for: flushing)
         if let timing = pa_stream_get_timing_info(stream), timing.pointee.write_index_corrupt == 0 {
             rt.flushed(playedUpTo: lastPosition, writeIndex: rt.streamOrigin + timing.pointee.write_index / Int64(channels * 4))
         }

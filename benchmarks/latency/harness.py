@@ -713,6 +713,10 @@ def main():
         subprocess.run([args.ours, "--help"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         starts.append((now() - t) * 1000)
     extra["help_ms"] = statistics.median(starts)
+    # … and the floor under it: a C program that links libavformat and does nothing.
+    floor = start_up_floor(args.work, args.ours)
+    if floor:
+        extra["floor_ms"], extra["help_pair_ms"] = floor
     extra["libs"] = {}
     for name, path in (("ours", args.ours), ("paplay", shutil.which("paplay")), ("mpg123", shutil.which("mpg123"))):
         if path:
@@ -733,6 +737,29 @@ def main():
         pass
     h.rec.close()
     write_results(args, results, notes, latency_us, h, extra)
+
+
+def start_up_floor(work, ours, pairs=9):
+    """(median ms to start and exit a C program that only links libavformat,
+    median ms of `ours --help`), alternating; None without a C compiler."""
+    source = os.path.join(work, "floor.c")
+    binary = os.path.join(work, "floor")
+    with open(source, "w") as f:
+        f.write("#include <libavformat/avformat.h>\nint main(void) { return avformat_version() == 0; }\n")
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "libavformat"], capture_output=True, text=True)
+    for cc in ("cc", "gcc", "clang"):
+        if shutil.which(cc) and flags.returncode == 0 and subprocess.run(
+                [cc, "-O2", source, "-o", binary] + flags.stdout.split(), capture_output=True).returncode == 0:
+            break
+    else:
+        return None
+    floor, ours_ms = [], []
+    for _ in range(pairs):
+        for command, into in (([binary], floor), ([ours, "--help"], ours_ms)):
+            t = now()
+            subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            into.append((now() - t) * 1000)
+    return statistics.median(floor), statistics.median(ours_ms)
 
 
 def med(values):
@@ -825,6 +852,13 @@ def write_results(args, results, notes, latency_us, h, extra):
         for peer, mo, mp in slower:
             notes.append("%s: target missed against %s: ours %.1f ms vs %.1f ms (%.1f ms, ×%.2f slower)."
                          % (label, peer, mo, mp, mo - mp, mo / mp))
+        # Closer than half a sink block either way: neither is measurably faster.
+        block_ms = h.rec.block_frames / RATE * 1000 if h.rec.block_frames else None
+        for mp, peer, mo in ms:
+            if block_ms and abs(mo - mp) < block_ms / 2:
+                notes.append("%s against %s: ours %.1f ms vs %.1f ms, less than half a sink block (%.1f ms) apart: "
+                             "a tie at this measurement's resolution, whichever way the ratio falls."
+                             % (label, peer, mo, mp, block_ms))
     for peer, r in results.items():
         for who, sessions in (("ours", r["ours"]), (peer, r["peer"])):
             gaps = [g for s in sessions for g in s.get("seek_gap", [])]
@@ -843,12 +877,28 @@ def write_results(args, results, notes, latency_us, h, extra):
                          fs, extra["help_ms"], libs.get("ours", "?"),
                          "; paplay links %s, mpg123 %s" % (libs.get("paplay", "?"), libs.get("mpg123", "?"))
                          if libs.get("paplay") or libs.get("mpg123") else ""))
+    if extra.get("floor_ms") is not None:
+        notes.append("The floor for any program on Debian's FFmpeg: a C program that only links libavformat "
+                     "(it calls avformat_version() and exits) takes %.1f ms to start and exit here, against "
+                     "%.1f ms for `harmonia-play --help` in the same run (medians of 9, alternating). paplay "
+                     "and mpg123 do not link FFmpeg; mpv and ffplay do, and ours starts sounding before them."
+                     % (extra["floor_ms"], extra["help_pair_ms"]))
     small = extra.get("small") or []
-    sk = med([x for s in small for x in s.get("seek", [])])
-    if sk is not None:
-        notes.append("Ours with --latency 20 (3 sessions): seek → sound %.1f ms, volume → level %s ms, "
-                     "pause → silence %s ms: seek and volume follow the output buffer, pause does not."
-                     % (sk, rnd(med([s.get("volume") for s in small])), rnd(med([s.get("pause") for s in small]))))
+    ours_all = [s for r in results.values() for s in r["ours"]]
+    measures = (("seek → sound", lambda s: s.get("seek", [])), ("volume → level", lambda s: [s.get("volume")]),
+                ("pause → silence", lambda s: [s.get("pause")]))
+    figures = []
+    for label, values in measures:
+        at20 = med([x for s in small for x in values(s)])
+        at50 = med([x for s in ours_all for x in values(s)])
+        if at20 is None or at50 is None:
+            continue
+        # Follows the buffer when 2.5 times less buffer makes it clearly faster.
+        follows = at20 < 0.6 * at50
+        figures.append("%s %.1f ms (%.1f ms at 50 ms: %s)"
+                       % (label, at20, at50, "follows the output buffer" if follows else "does not follow the buffer"))
+    if figures:
+        notes.append("Ours with --latency 20 (3 sessions): " + "; ".join(figures) + ".")
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out + ".tmp", "w") as f:
         json.dump(data, f, indent=1, ensure_ascii=False)
