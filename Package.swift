@@ -81,11 +81,11 @@ let package = Package(
         ),
         .testTarget(
             name: "HarmoniaCoreTests",
-            dependencies: ["HarmoniaCore", "HarmoniaTestSupport"]
+            dependencies: ["HarmoniaCore", "HarmoniaTestSupport", "CMallocCounter"]
         ),
         .testTarget(
             name: "HarmoniaFFmpegTests",
-            dependencies: ["HarmoniaCore", "HarmoniaFFmpeg", "HarmoniaTestSupport"]
+            dependencies: ["HarmoniaCore", "HarmoniaFFmpeg", "HarmoniaTestSupport", "CMallocCounter"]
         ),
         .testTarget(
             name: "HarmoniaPulseAudioTests",

@@ -65,6 +65,9 @@ final class FFmpegDecodeSession {
     private var lowerBound: Int64 = 0
     private var pendingStart = 0
     private var pendingEnd = 0
+    /// The pending frames were converted straight into the caller's buffer
+    /// (`read`), where they already are: [0, pendingEnd) there.
+    private var pendingInCallerBuffer = false
     /// Position of converted[0].
     private var pendingPosition: Int64 = 0
     /// Start of a gap to fill with silence before converted[pendingStart]:
@@ -192,9 +195,16 @@ final class FFmpegDecodeSession {
                 continue
             }
             if pendingStart == pendingEnd {
-                guard try produce() else {
+                // A whole frame that fits is converted where it goes: one copy less.
+                guard try produce(into: buffer + written * channels, capacity: maxFrames - written) else {
                     if written == 0 { try checkComplete() }
                     break
+                }
+                if pendingInCallerBuffer {
+                    pendingInCallerBuffer = false
+                    written += pendingEnd
+                    position += Int64(pendingEnd)
+                    pendingStart = pendingEnd
                 }
                 continue
             }
@@ -307,8 +317,10 @@ final class FFmpegDecodeSession {
     // MARK: The decode loop
 
     /// Decodes the next frame that has frames inside [lowerBound, totalFrames)
-    /// into `converted`. Returns false at the end of the stream.
-    private func produce() throws(CoreError) -> Bool {
+    /// into `converted`, or into `destination` when all of it fits there and
+    /// is delivered whole (then `pendingInCallerBuffer`). Returns false at
+    /// the end of the stream.
+    private func produce(into destination: UnsafeMutablePointer<Float>? = nil, capacity: Int = 0) throws(CoreError) -> Bool {
         while true {
             guard try receiveFrame() else { return false }
             defer { av_frame_unref(frame) }
@@ -346,14 +358,26 @@ final class FFmpegDecodeSession {
             }
             if origin == nil { origin = 0 }
 
-            let produced = try convert()
+            let (produced, inDestination) = try convert(into: destination, capacity: capacity)
             nextDecodedPosition = framePosition + Int64(produced)
             pendingPosition = framePosition
             pendingStart = 0
             pendingEnd = produced
             silenceStart = framePosition - gap
             if let totalFrames, framePosition >= totalFrames, silenceStart >= totalFrames { return false }
-            if clampPendingToBounds() { return true }
+            if clampPendingToBounds() {
+                if let destination, inDestination {
+                    if pendingStart == 0 && silenceStart >= silenceEnd {
+                        pendingInCallerBuffer = true
+                    } else {
+                        // Trimmed at the start, or silence owed first (rare:
+                        // after a seek, at frame 0, at a gap): from `converted`.
+                        ensureConvertedCapacity(produced)
+                        r.converted.update(from: destination, count: produced * channels)
+                    }
+                }
+                return true
+            }
         }
     }
 
@@ -427,28 +451,36 @@ final class FFmpegDecodeSession {
         }
     }
 
-    /// Converts `frame` to interleaved Float32 in `converted` at the stream's
-    /// rate and layout. Returns the frames produced.
-    private func convert() throws(CoreError) -> Int {
+    /// Converts `frame` to interleaved Float32 at the stream's rate and
+    /// layout: into `destination` when `capacity` frames surely hold it,
+    /// otherwise into `converted`. Returns the frames produced and where.
+    private func convert(into destination: UnsafeMutablePointer<Float>?, capacity: Int) throws(CoreError) -> (frames: Int, inDestination: Bool) {
         let f = frame!.pointee
         if r.resampler == nil || f.format != r.resamplerInput.format || f.sample_rate != r.resamplerInput.rate
             || av_channel_layout_compare(&frame!.pointee.ch_layout, &r.resamplerInput.layout) != 0 {
             try configureResampler()
         }
         let needed = Int(swr_get_out_samples(r.resampler, f.nb_samples))
-        if needed > r.convertedCapacity {  // only for a frame larger than any before
-            r.converted.deallocate()
-            outputBufferGrowths += 1
-            r.convertedCapacity = needed
-            r.converted = .allocate(capacity: r.convertedCapacity * channels)
-        }
-        r.outputPlane.pointee = UnsafeMutableRawPointer(r.converted).assumingMemoryBound(to: UInt8.self)
+        let inDestination = destination != nil && capacity >= needed
+        if !inDestination { ensureConvertedCapacity(needed) }
+        let out = inDestination ? destination! : r.converted
+        r.outputPlane.pointee = UnsafeMutableRawPointer(out).assumingMemoryBound(to: UInt8.self)
         let inputPlanes = UnsafeMutableRawPointer(f.extended_data).assumingMemoryBound(to: UnsafePointer<UInt8>?.self)
-        let produced = swr_convert(r.resampler, r.outputPlane, Int32(r.convertedCapacity), inputPlanes, f.nb_samples)
+        let produced = swr_convert(r.resampler, r.outputPlane, Int32(inDestination ? capacity : r.convertedCapacity),
+                                   inputPlanes, f.nb_samples)
         if produced < 0 {
             throw .decodeError("\(input.url): sample conversion failed (\(FFmpegError(function: "swr_convert", code: produced).text))")
         }
-        return Int(produced)
+        return (Int(produced), inDestination)
+    }
+
+    /// Grows `converted` to hold `frames` (only for a frame larger than any before).
+    private func ensureConvertedCapacity(_ frames: Int) {
+        guard frames > r.convertedCapacity else { return }
+        r.converted.deallocate()
+        outputBufferGrowths += 1
+        r.convertedCapacity = frames
+        r.converted = .allocate(capacity: r.convertedCapacity * channels)
     }
 
     private func configureResampler() throws(CoreError) {

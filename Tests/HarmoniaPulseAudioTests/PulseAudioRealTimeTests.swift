@@ -53,7 +53,9 @@ final class SignalProducer: @unchecked Sendable {
     }
 }
 
-private let markCallback: PulseCallbackProbe = { inside in hc_malloc_counter_mark(inside) }
+/// This test's CMallocCounter bank (each counting test has its own: see the header).
+private let callbackBank: Int32 = 1
+private let markCallback: PulseCallbackProbe = { inside in hc_malloc_counter_mark(inside == 0 ? 0 : callbackBank) }
 
 extension PulseAudioTests {
 @Suite("PulseAudioOutputAdapter real-time discipline")
@@ -67,8 +69,8 @@ struct PulseAudioRealTimeTests {
         let producer = SignalProducer(output: output, channels: 2)
         producer.start()
         try waitUntilRingHasAudio(producer)
-        hc_malloc_counter_reset()
-        hc_malloc_counter_attribute_to("libpulse")
+        hc_malloc_counter_reset(callbackBank)
+        hc_malloc_counter_attribute_to(callbackBank, "libpulse")
         pulseWriteCallbackProbe = markCallback
         try output.start()
         for second in 0..<Int(seconds) {
@@ -76,14 +78,14 @@ struct PulseAudioRealTimeTests {
             if second % 20 == 19 { print("[realtime] t=\(second + 1) s heard \(output.framesPlayed)") }
         }
         pulseWriteCallbackProbe = nil
-        let firstCallback = hc_malloc_counter_first_section_allocations()
-        let inLibpulse = hc_malloc_counter_attributed()
-        for which in 0..<Int32(min(firstCallback + hc_malloc_counter_allocations(), 4)) {  // where any came from
+        let firstCallback = hc_malloc_counter_first_section_allocations(callbackBank)
+        let inLibpulse = hc_malloc_counter_attributed(callbackBank)
+        for which in 0..<Int32(min(firstCallback + hc_malloc_counter_allocations(callbackBank), 4)) {  // where any came from
             var frames = [UnsafeMutableRawPointer?](repeating: nil, count: 10)
-            let depth = Int(hc_malloc_counter_stack(which, &frames, 10))
+            let depth = Int(hc_malloc_counter_stack(callbackBank, which, &frames, 10))
             print("[realtime] allocation \(which): " + frames.prefix(depth).compactMap { $0.map { String(cString: hc_symbol_name($0)) } }.joined(separator: " < "))
         }
-        let allocations = hc_malloc_counter_allocations(), callbacks = hc_malloc_counter_sections()
+        let allocations = hc_malloc_counter_allocations(callbackBank), callbacks = hc_malloc_counter_sections(callbackBank)
         let heard = output.framesPlayed
         producer.stop()
         output.stop()

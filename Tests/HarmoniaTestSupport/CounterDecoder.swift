@@ -51,11 +51,14 @@ public final class CounterDecoder: DecoderPort, @unchecked Sendable {
     private var released: Set<String> = []
     private var stalled: Set<String> = []
     private var opens: [String] = []
+    private var reads = 0
 
     public init(_ sources: [String: Source]) { self.sources = sources }
 
     /// URLs opened so far, in order.
     public var openedURLs: [String] { lock.withLock { opens } }
+    /// Calls to `read` so far.
+    public var readCount: Int { lock.withLock { reads } }
     /// Sessions not closed yet.
     public var openSessionCount: Int { lock.withLock { sessions.count } }
 
@@ -91,6 +94,7 @@ public final class CounterDecoder: DecoderPort, @unchecked Sendable {
 
     public func read(_ handle: DecodeHandle, into buffer: UnsafeMutablePointer<Float>, maxFrames: Int) throws(CoreError) -> Int {
         try lock.withLock { () throws(CoreError) -> Int in
+            reads += 1
             var session = try session(handle)
             let source = session.source
             if let stallAt = source.stallAt, session.position >= stallAt, !released.contains(session.url) {

@@ -97,7 +97,7 @@ class Recorder:
         self.firsts = []
         self.base_frame = 0     # frames before self.chunks[0] that were discarded
         self.frames = 0
-        self.block_frames = 0
+        self.read_sizes = []    # frames per read of the FIFO: one sink block, or more when the reader was late
         self.fd = os.open(self.fifo, os.O_RDONLY)
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
@@ -123,7 +123,12 @@ class Recorder:
                 self.arrivals.append(t)
                 self.firsts.append(first)
                 self.frames += n
-                self.block_frames = max(self.block_frames, n) if self.block_frames < 4096 else self.block_frames
+                self.read_sizes.append(n)
+
+    def block_frames(self):
+        """The sink's block, in frames: the median read (a late reader gets several at once)."""
+        with self.lock:
+            return statistics.median(self.read_sizes) if self.read_sizes else None
 
     def frame_at(self, t):
         """The first frame mixed after time t: the first frame of the first block that arrived after t."""
@@ -853,7 +858,8 @@ def write_results(args, results, notes, latency_us, h, extra):
             notes.append("%s: target missed against %s: ours %.1f ms vs %.1f ms (%.1f ms, ×%.2f slower)."
                          % (label, peer, mo, mp, mo - mp, mo / mp))
         # Closer than half a sink block either way: neither is measurably faster.
-        block_ms = h.rec.block_frames / RATE * 1000 if h.rec.block_frames else None
+        block = h.rec.block_frames()
+        block_ms = block / RATE * 1000 if block else None
         for mp, peer, mo in ms:
             if block_ms and abs(mo - mp) < block_ms / 2:
                 notes.append("%s against %s: ours %.1f ms vs %.1f ms, less than half a sink block (%.1f ms) apart: "

@@ -822,7 +822,10 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
             becomeCurrent(segments[0].open)
             publishTimeline()
         }
-        if let last = segments.last, heard >= written, pending == nil, readInFlight == nil {
+        // Indexing, not `segments.last`: unspecialised (a debug build), that
+        // generic getter allocates, and this runs on every pass of the decode loop.
+        if !segments.isEmpty, heard >= written, pending == nil, readInFlight == nil {
+            let last = segments[segments.count - 1]
             if let next = awaitingFormat {
                 emitEnded(last.open, reason: last.open.failure != nil ? .failed : .finished)
                 closeTrack(last.open)

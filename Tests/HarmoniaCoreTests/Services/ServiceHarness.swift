@@ -11,11 +11,13 @@ final class ServiceHarness: @unchecked Sendable {
     let service: DefaultPlaybackService
     private let recorded = LockedValue<[PlaybackEvent]>([])
 
+    /// - Parameter wrap: puts something between the service and the counter
+    ///   decoder (a test that watches the decode thread's reads).
     init(_ sources: [String: CounterDecoder.Source], configuration: PlaybackConfiguration = PlaybackConfiguration(),
-         tagReader: (any TagReaderPort)? = nil) {
+         tagReader: (any TagReaderPort)? = nil, wrap: (CounterDecoder) -> any DecoderPort = { $0 }) {
         decoder = CounterDecoder(sources)
         output = NullAudioOutput(pace: .manual, ringFrames: 1 << 17)
-        service = DefaultPlaybackService(decoder: decoder, output: output, clock: clock,
+        service = DefaultPlaybackService(decoder: wrap(decoder), output: output, clock: clock,
                                          tagReader: tagReader, configuration: configuration)
         service.observe { [recorded] event in recorded.withLock { $0.append(event) } }
     }
