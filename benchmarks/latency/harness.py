@@ -862,7 +862,7 @@ def write_results(args, results, notes, latency_us, h, extra):
         block_ms = block / RATE * 1000 if block else None
         for mp, peer, mo in ms:
             if block_ms and abs(mo - mp) < block_ms / 2:
-                notes.append("%s against %s: ours %.1f ms vs %.1f ms, less than half a sink block (%.1f ms) apart: "
+                notes.append("%s against %s: ours %.1f ms vs %.1f ms, less than half a sink block apart (a block is %.1f ms): "
                              "a tie at this measurement's resolution, whichever way the ratio falls."
                              % (label, peer, mo, mp, block_ms))
     for peer, r in results.items():
