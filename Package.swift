@@ -76,20 +76,20 @@ let package = Package(
         ),
         .target(
             name: "HarmoniaTestSupport",
-            dependencies: ["HarmoniaCore"],
+            dependencies: ["HarmoniaCore", "CMallocCounter"],
             path: "Tests/HarmoniaTestSupport"
         ),
         .testTarget(
             name: "HarmoniaCoreTests",
-            dependencies: ["HarmoniaCore", "HarmoniaTestSupport", "CMallocCounter"]
+            dependencies: ["HarmoniaCore", "HarmoniaTestSupport"]
         ),
         .testTarget(
             name: "HarmoniaFFmpegTests",
-            dependencies: ["HarmoniaCore", "HarmoniaFFmpeg", "HarmoniaTestSupport", "CMallocCounter"]
+            dependencies: ["HarmoniaCore", "HarmoniaFFmpeg", "HarmoniaTestSupport"]
         ),
         .testTarget(
             name: "HarmoniaPulseAudioTests",
-            dependencies: ["HarmoniaCore", "HarmoniaPulseAudio", "HarmoniaFFmpeg", "HarmoniaLinux", "HarmoniaTestSupport", "CMallocCounter"]
+            dependencies: ["HarmoniaCore", "HarmoniaPulseAudio", "HarmoniaFFmpeg", "HarmoniaLinux", "HarmoniaTestSupport"]
         ),
         .testTarget(
             name: "HarmoniaPlayTests",

@@ -47,6 +47,7 @@ void hc_malloc_counter_reset(int bank) {
     struct bank *b = &banks[bank];
     atomic_store(&b->allocations, 0); atomic_store(&b->first_section_allocations, 0); atomic_store(&b->attributed, 0);
     atomic_store(&b->sections, 0); atomic_store(&b->stack_count, 0);
+    for (int i = 0; i < 4; i++) b->stack_depth[i] = 0;
 }
 
 /* 1 when the allocation is the bank's attribution library's (counted apart). */

@@ -1,7 +1,6 @@
 // The real-time discipline, measured on a real PulseAudio server: no heap
 // allocation inside the write callback over a minute of playback, and the
 // underrun count at 20 ms under full CPU load (a figure, not an assertion).
-import CMallocCounter
 import Foundation
 import HarmoniaCore
 import HarmoniaPulseAudio
@@ -53,15 +52,14 @@ final class SignalProducer: @unchecked Sendable {
     }
 }
 
-/// This test's CMallocCounter bank (each counting test has its own: see the header).
-private let callbackBank: Int32 = 1
-private let markCallback: PulseCallbackProbe = { inside in hc_malloc_counter_mark(inside == 0 ? 0 : callbackBank) }
+private let callbackBank = MallocCounterBank(1)
+private let markCallback: PulseCallbackProbe = { inside in inside == 0 ? callbackBank.leave() : callbackBank.enter() }
 
 extension PulseAudioTests {
 @Suite("PulseAudioOutputAdapter real-time discipline")
 struct PulseAudioRealTimeTests {
     @Test("no heap allocation inside the write callback over a minute of playback",
-          .enabled(if: hc_malloc_counter_active != 0, "the malloc counter is off under sanitizers"))
+          .enabled(if: MallocCounterBank.isActive, "the malloc counter is off under sanitizers"))
     func noAllocationInCallback() throws {
         let seconds = Double(ProcessInfo.processInfo.environment["HARMONIA_RT_SECONDS"] ?? "60") ?? 60
         let output = PulseAudioOutputAdapter(options: pulseOptions(latency: 0.02))
@@ -69,8 +67,7 @@ struct PulseAudioRealTimeTests {
         let producer = SignalProducer(output: output, channels: 2)
         producer.start()
         try waitUntilRingHasAudio(producer)
-        hc_malloc_counter_reset(callbackBank)
-        hc_malloc_counter_attribute_to(callbackBank, "libpulse")
+        callbackBank.reset(attributingTo: "libpulse")
         pulseWriteCallbackProbe = markCallback
         try output.start()
         for second in 0..<Int(seconds) {
@@ -78,19 +75,17 @@ struct PulseAudioRealTimeTests {
             if second % 20 == 19 { print("[realtime] t=\(second + 1) s heard \(output.framesPlayed)") }
         }
         pulseWriteCallbackProbe = nil
-        let firstCallback = hc_malloc_counter_first_section_allocations(callbackBank)
-        let inLibpulse = hc_malloc_counter_attributed(callbackBank)
-        for which in 0..<Int32(min(firstCallback + hc_malloc_counter_allocations(callbackBank), 4)) {  // where any came from
-            var frames = [UnsafeMutableRawPointer?](repeating: nil, count: 10)
-            let depth = Int(hc_malloc_counter_stack(callbackBank, which, &frames, 10))
-            print("[realtime] allocation \(which): " + frames.prefix(depth).compactMap { $0.map { String(cString: hc_symbol_name($0)) } }.joined(separator: " < "))
+        let firstCallback = callbackBank.firstSectionAllocations
+        let inLibpulse = callbackBank.attributed
+        for (which, stack) in callbackBank.unattributedStacks().enumerated() {  // where any of ours came from
+            print("[realtime] allocation \(which): " + stack)
         }
-        let allocations = hc_malloc_counter_allocations(callbackBank), callbacks = hc_malloc_counter_sections(callbackBank)
+        let allocations = callbackBank.allocations, callbacks = callbackBank.sections
         let heard = output.framesPlayed
         producer.stop()
         output.stop()
         print("[realtime] \(callbacks) write callbacks over \(seconds) s (\(heard) frames heard): \(firstCallback + allocations) heap allocations inside them (\(firstCallback) in the first; \(inLibpulse) by libpulse itself, \(firstCallback + allocations - inLibpulse) by our code); underruns \(output.underrunCount)")
-        #expect(callbacks > UInt64(seconds * 20), "the callback ran throughout")
+        #expect(callbacks > Int(seconds * 20), "the callback ran throughout")
         // The null sink starts with a long latency that shrinks over ~2 s.
         #expect(heard > Int64(48000 * (seconds - 3) * 0.9))
         // Our code never allocates in the callback. libpulse's pa_stream_write

@@ -36,7 +36,7 @@ void hc_malloc_counter_attribute_to(int bank, const char *library);
 uint64_t hc_malloc_counter_attributed(int bank);
 
 /// The call stack of `bank`'s allocation `which` (0…3) among those not
-/// attributed to its library, for diagnosis.
+/// attributed to its library, for diagnosis; depth 0 when there is none.
 int hc_malloc_counter_stack(int bank, int which, void **out, int capacity);
 
 /// The symbol containing `address` (dladdr), "?" when unknown.

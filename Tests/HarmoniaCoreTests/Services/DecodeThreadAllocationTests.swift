@@ -3,13 +3,11 @@
 // write into the output's ring, the timeline) allocates nothing. The decoder
 // is a scripted one; the FFmpeg adapter's reads are counted on their own
 // (HarmoniaFFmpegTests/DecodeLoopAllocationTests).
-import CMallocCounter
 import HarmoniaCore
 import HarmoniaTestSupport
 import Testing
 
-/// This test's CMallocCounter bank (each counting test has its own: see the header).
-private let decodeThreadBank: Int32 = 3
+private let bank = MallocCounterBank(3)
 
 /// Marks the decode thread as counted everywhere except inside `read`, while `counting`.
 private final class ReadExcludingDecoder: DecoderPort, @unchecked Sendable {
@@ -18,8 +16,8 @@ private final class ReadExcludingDecoder: DecoderPort, @unchecked Sendable {
     init(_ inner: CounterDecoder) { self.inner = inner }
 
     func read(_ handle: DecodeHandle, into buffer: UnsafeMutablePointer<Float>, maxFrames: Int) throws(CoreError) -> Int {
-        hc_malloc_counter_mark(0)
-        defer { if counting.withLock({ $0 }) { hc_malloc_counter_mark(decodeThreadBank) } }
+        bank.leave()
+        defer { if counting.withLock({ $0 }) { bank.enter() } }
         return try inner.read(handle, into: buffer, maxFrames: maxFrames)
     }
     func open(url: String) throws(CoreError) -> DecodeHandle { try inner.open(url: url) }
@@ -32,7 +30,7 @@ private final class ReadExcludingDecoder: DecoderPort, @unchecked Sendable {
 @Suite("Decode thread allocations")
 struct DecodeThreadAllocationTests {
     @Test("playing with ReplayGain: no heap allocation on the decode thread between reads",
-          .enabled(if: hc_malloc_counter_active != 0, "the malloc counter is off under sanitizers"))
+          .enabled(if: MallocCounterBank.isActive, "the malloc counter is off under sanitizers"))
     func noAllocationBetweenReads() throws {
         var wrapper: ReadExcludingDecoder?
         let configuration = PlaybackConfiguration(positionInterval: 0, replayGain: .init(mode: .track, preampDB: -6))
@@ -46,20 +44,14 @@ struct DecodeThreadAllocationTests {
         try h.service.play()
         h.listen(frames: 44_100)              // warm-up: one second
 
-        hc_malloc_counter_reset(decodeThreadBank)
-        hc_malloc_counter_mark(decodeThreadBank)              // the counter keeps the first section apart: an empty one
-        hc_malloc_counter_mark(0)
+        bank.reset(skippingFirstSection: true)
         let readsBefore = h.decoder.readCount
         marking.counting.withLock { $0 = true }
         h.listen(frames: 44_100 * 10)          // ten seconds of play, the decode thread refilling throughout
-        let allocations = hc_malloc_counter_allocations(decodeThreadBank)
+        let allocations = bank.allocations
         marking.counting.withLock { $0 = false }
         let reads = h.decoder.readCount - readsBefore
-        for which in 0..<Int32(min(allocations, 4)) {
-            var stack = [UnsafeMutableRawPointer?](repeating: nil, count: 10)
-            let depth = Int(hc_malloc_counter_stack(decodeThreadBank, which, &stack, 10))
-            print("[decode thread alloc] " + stack.prefix(depth).compactMap { $0.map { String(cString: hc_symbol_name($0)) } }.joined(separator: " < "))
-        }
+        for stack in bank.unattributedStacks() { print("[decode thread alloc] " + stack) }
         print("[decode thread alloc] \(reads) reads in 10 s of play: \(allocations) heap allocations between them")
         #expect(reads >= 50, "the decode thread kept reading")
         #expect(allocations == 0, "the decode loop reuses its buffers")
