@@ -312,19 +312,12 @@ final class CaseRun {
                 }
             }
         case "position_near":
-            let target = try fields.number("target")
-            let tolerance = try fields.has("tolerance_ms") ? fields.number("tolerance_ms") : 1
             let position = service.currentTime()
-            guard abs(position - target) * 1000 <= tolerance + 1e-9 else {
-                throw CaseFailure("expected position \(target) s ± \(tolerance) ms, it is \(position) s (state \(service.state.name))")
-            }
+            try expectSeconds(position, near: try fields.number("target"), fields,
+                              "position", "\(position) s (state \(service.state.name))")
         case "duration_equals":
-            let expected = try fields.number("expected")
-            let tolerance = try fields.has("tolerance_ms") ? fields.number("tolerance_ms") : 1
             let duration = service.duration()
-            guard abs(duration - expected) * 1000 <= tolerance + 1e-9 else {
-                throw CaseFailure("expected duration \(expected) s ± \(tolerance) ms, it is \(duration) s")
-            }
+            try expectSeconds(duration, near: try fields.number("expected"), fields, "duration", "\(duration) s")
         case "sample_rate_equals":
             let expected = try fields.number("expected")
             let rate = try currentStream().sampleRate
@@ -349,6 +342,15 @@ final class CaseRun {
     }
 
     /// The stream facts of the service's current track.
+    /// Passes when `value` is within the assertion's `tolerance_ms` (default 1 ms) of `target`.
+    private func expectSeconds(_ value: Double, near target: Double, _ fields: Arguments,
+                               _ what: String, _ actual: String) throws(CaseFailure) {
+        let tolerance = try fields.has("tolerance_ms") ? fields.number("tolerance_ms") : 1
+        guard abs(value - target) * 1000 <= tolerance + 1e-9 else {
+            throw CaseFailure("expected \(what) \(target) s ± \(tolerance) ms, it is \(actual)")
+        }
+    }
+
     private func currentStream() throws(CaseFailure) -> StreamInfo {
         guard let url = service.currentTrack?.url else {
             throw CaseFailure("no track is loaded (state \(service.state.name))")
