@@ -20,45 +20,33 @@ let benchmarks: @Sendable () -> Void = {
     )
 
     Benchmark("SPSCRingBuffer write+read 256 frames x1000") { benchmark in
-        let ring = SPSCRingBuffer(minimumCapacity: 8192, channels: channels)
-        let block = UnsafeMutablePointer<Float>.allocate(capacity: blockFrames * channels)
-        block.initialize(repeating: 0.5, count: blockFrames * channels)
-        defer { block.deallocate() }
-        benchmark.startMeasurement()
-        for _ in 0..<operationsPerIteration {
-            blackHole(ring.write(block, frames: blockFrames))
-            blackHole(ring.read(into: block, frames: blockFrames))
-        }
-        benchmark.stopMeasurement()
+        writeAndRead(SPSCRingBuffer(minimumCapacity: 8192, channels: channels), benchmark)
     }
 
     Benchmark("MutexRing write+read 256 frames x1000") { benchmark in
-        let ring = MutexRing(minimumCapacity: 8192, channels: channels)
-        let block = UnsafeMutablePointer<Float>.allocate(capacity: blockFrames * channels)
-        block.initialize(repeating: 0.5, count: blockFrames * channels)
-        defer { block.deallocate() }
-        benchmark.startMeasurement()
-        for _ in 0..<operationsPerIteration {
-            blackHole(ring.write(block, frames: blockFrames))
-            blackHole(ring.read(into: block, frames: blockFrames))
-        }
-        benchmark.stopMeasurement()
+        writeAndRead(MutexRing(minimumCapacity: 8192, channels: channels), benchmark)
     }
 
     // Control: proves the counter counts — one heap allocation per
     // write/read pair must read as 1000 per iteration.
     Benchmark("control: one allocation per write+read x1000") { benchmark in
-        let ring = SPSCRingBuffer(minimumCapacity: 8192, channels: channels)
-        let block = UnsafeMutablePointer<Float>.allocate(capacity: blockFrames * channels)
-        block.initialize(repeating: 0.5, count: blockFrames * channels)
-        defer { block.deallocate() }
-        benchmark.startMeasurement()
-        for _ in 0..<operationsPerIteration {
-            let scratch = UnsafeMutablePointer<Float>.allocate(capacity: blockFrames * channels)
-            blackHole(ring.write(block, frames: blockFrames))
-            blackHole(ring.read(into: scratch, frames: blockFrames))
-            scratch.deallocate()
-        }
-        benchmark.stopMeasurement()
+        writeAndRead(SPSCRingBuffer(minimumCapacity: 8192, channels: channels), benchmark, allocatingEachRead: true)
     }
+}
+
+/// One iteration: `operationsPerIteration` writes of one block into `ring`
+/// and reads of it back, measured; with `allocatingEachRead` (the control)
+/// each read goes into a freshly allocated buffer.
+func writeAndRead(_ ring: some FrameRing, _ benchmark: Benchmark, allocatingEachRead: Bool = false) {
+    let block = UnsafeMutablePointer<Float>.allocate(capacity: blockFrames * channels)
+    block.initialize(repeating: 0.5, count: blockFrames * channels)
+    defer { block.deallocate() }
+    benchmark.startMeasurement()
+    for _ in 0..<operationsPerIteration {
+        let destination = allocatingEachRead ? .allocate(capacity: blockFrames * channels) : block
+        blackHole(ring.write(block, frames: blockFrames))
+        blackHole(ring.read(into: destination, frames: blockFrames))
+        if allocatingEachRead { destination.deallocate() }
+    }
+    benchmark.stopMeasurement()
 }

@@ -17,7 +17,8 @@ public struct PumpResult: Sendable {
     public var framesPerSecond: Double { Double(frames) / seconds }
 }
 
-protocol FrameRing: AnyObject, Sendable {
+/// What both rings offer: the two rings are measured through the same code.
+public protocol FrameRing: AnyObject, Sendable {
     func write(_ source: UnsafePointer<Float>, frames: Int) -> Int
     func read(into destination: UnsafeMutablePointer<Float>, frames: Int) -> Int
 }
