@@ -16,6 +16,8 @@ import subprocess
 import sys
 import time
 
+from results_file import write_table
+
 BENCH = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(BENCH)
 WORK = os.path.join(BENCH, ".work")
@@ -167,11 +169,8 @@ def dso_shares(command):
 
 
 def write(table):
-    os.makedirs(RESULTS, exist_ok=True)
     path = os.path.join(RESULTS, table["part"] + ".json")
-    with open(path, "w") as f:
-        json.dump(table, f, indent=1, ensure_ascii=False)
-        f.write("\n")
+    write_table(table, path)
     log(f"wrote {path}")
 
 

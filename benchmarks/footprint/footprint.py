@@ -10,7 +10,10 @@ starts at `mpc play` (the daemon is already running, its database updated and
 the file queued), and its CPU time is the difference of two samples.
 Writes the contract's JSON (benchmarks/results/footprint.json).
 """
-import argparse, json, os, shutil, signal, statistics, subprocess, sys, time
+import argparse, os, shutil, signal, statistics, subprocess, sys, time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from results_file import write_table  # noqa: E402 (benchmarks/, one level up)
 
 TICK = os.sysconf("SC_CLK_TCK")
 STEADY = 5.0  # the steady-state column counts CPU time from this second of the window on
@@ -275,9 +278,7 @@ def main():
                        "peak RSS (MiB)", "server CPU (s)", "CPU ratio (ours ÷ peer)",
                        f"CPU {STEADY:g}–{a.seconds:g} s ratio", "RSS ratio (ours ÷ peer)"],
            "rows": rows, "headline": headline, "notes": notes, "runs": runs}
-    os.makedirs(os.path.dirname(a.out), exist_ok=True)
-    with open(a.out, "w") as f:
-        json.dump(out, f, indent=1, ensure_ascii=False)
+    write_table(out, a.out)
     print(f"footprint: wrote {a.out}", file=sys.stderr)
 
 

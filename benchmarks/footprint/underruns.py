@@ -10,6 +10,9 @@ event). Latencies alternate within each round. Writes the contract's JSON.
 """
 import argparse, json, os, re, signal, socket, statistics, subprocess, sys, threading, time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from results_file import write_table  # noqa: E402 (benchmarks/, one level up)
+
 SERVER_UNDERRUN = re.compile(rb"(Actual|Implicit) underrun of ")
 
 
@@ -190,9 +193,7 @@ def main():
                        "server: median / run", "server: max / run", "seconds played", "per run"],
            "rows": rows, "headline": [], "notes": notes,
            "runs": {str(l): {"player": runs[l], "server": sruns[l]} for l in lats}}
-    os.makedirs(os.path.dirname(a.out), exist_ok=True)
-    with open(a.out, "w") as f:
-        json.dump(out, f, indent=1, ensure_ascii=False)
+    write_table(out, a.out)
     print(f"underruns: wrote {a.out}", file=sys.stderr)
 
 

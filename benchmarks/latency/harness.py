@@ -28,6 +28,9 @@ import threading
 import time
 import wave
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from results_file import write_table  # noqa: E402 (benchmarks/, one level up)
+
 RATE = 48000
 SINK_CHANNELS = 8          # 32-byte frames: the pipe sink's 4 KiB block is 127 frames (2.6 ms)
 DURATION = 30.0            # s, test file length
@@ -905,10 +908,7 @@ def write_results(args, results, notes, latency_us, h, extra):
                        % (label, at20, at50, "follows the output buffer" if follows else "does not follow the buffer"))
     if figures:
         notes.append("Ours with --latency 20 (3 sessions): " + "; ".join(figures) + ".")
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    with open(args.out + ".tmp", "w") as f:
-        json.dump(data, f, indent=1, ensure_ascii=False)
-    os.replace(args.out + ".tmp", args.out)
+    write_table(data, args.out)
 
 
 if __name__ == "__main__":
