@@ -6,7 +6,7 @@ SWIFT ?= $(shell command -v swift 2>/dev/null || echo /opt/swift/usr/bin/swift)
 # Build-time libraries (FFmpeg, PulseAudio) and the tools the tests use:
 # the ffmpeg command line is the independent reference decoder.
 APT_PACKAGES := pkg-config libavformat-dev libavcodec-dev libswresample-dev libavutil-dev \
-                libpulse-dev ffmpeg util-linux pulseaudio pulseaudio-utils
+                libpulse-dev ffmpeg util-linux pulseaudio pulseaudio-utils python3
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 LSAN_SUPPRESSIONS := $(CURDIR)/Tests/lsan-suppressions.txt
 DEMO_FILE := Tests/Fixtures/audio/flac_s16_stereo_44k.flac
@@ -16,7 +16,7 @@ PULSE_DIR ?= /tmp/harmonia-pulse-$(shell id -u)-$(shell printf '%s' "$(CURDIR)" 
 WITH_PULSE = bash Tests/pulse-test-server.sh start $(PULSE_DIR) && status=0; \
 	HARMONIA_PULSE_DIR=$(PULSE_DIR)
 
-.PHONY: all deps swift build release demo test test-unit test-asan test-tsan vectors bench clean
+.PHONY: all deps swift build release demo test test-unit test-hostile test-asan test-tsan vectors bench clean
 
 all: build
 
@@ -67,7 +67,22 @@ demo: build
 # The whole suite; then the FFmpeg adapter again under AddressSanitizer and
 # LeakSanitizer (no leak, no use-after-free, bad inputs included), and the
 # real-time path under ThreadSanitizer — each in its own build folder.
-test: test-unit test-asan test-tsan
+test: test-unit test-hostile test-asan test-tsan
+
+# Hostile files (specs/hardening.md §Hostile files): Tests/Hostile/hostile_files.py
+# writes ~200 files with absurd headers, tags and sizes plus seeded mutations
+# of the fixtures; run_hostile.py runs info, info --json, decode and play on
+# each and fails on a crash, a hang, more than 300 MB resident, or an error
+# that is not one categorised line. HOSTILE_MUTATIONS=N writes N mutations
+# per fixture (default 8).
+HOSTILE_DIR ?= $(CURDIR)/.build/hostile
+HOSTILE_MUTATIONS ?= 8
+test-hostile: deps swift
+	$(SWIFT) build --product harmonia-play
+	rm -rf $(HOSTILE_DIR)
+	python3 Tests/Hostile/hostile_files.py Tests/Fixtures $(HOSTILE_DIR) --mutations $(HOSTILE_MUTATIONS)
+	python3 Tests/Hostile/run_hostile.py $$($(SWIFT) build --show-bin-path)/harmonia-play $(HOSTILE_DIR)
+	rm -rf $(HOSTILE_DIR)
 
 test-unit: deps swift
 	$(SWIFT) build --build-tests

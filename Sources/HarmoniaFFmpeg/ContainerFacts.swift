@@ -174,7 +174,8 @@ private enum MP4Box {
         return Int64(scale)
     }
 
-    /// The sum of an `stts` body's sample counts × durations.
+    /// The sum of an `stts` body's sample counts × durations; nil when the
+    /// table is cut short or the sum overflows Int64 (a forged table).
     static func sampleDurationSum(_ bytes: [UInt8], stts body: Range<Int>) -> Int64? {
         guard let count = uint32(bytes, body.lowerBound + 4, within: body),
               body.lowerBound + 8 + Int(count) * 8 <= body.upperBound else { return nil }
@@ -182,7 +183,10 @@ private enum MP4Box {
         for i in 0..<Int(count) {
             let entry = body.lowerBound + 8 + i * 8
             guard let samples = uint32(bytes, entry, within: body), let delta = uint32(bytes, entry + 4, within: body) else { return nil }
-            sum += Int64(samples) * Int64(delta)
+            let (product, productOverflow) = Int64(samples).multipliedReportingOverflow(by: Int64(delta))
+            let (next, sumOverflow) = sum.addingReportingOverflow(product)
+            guard !productOverflow, !sumOverflow else { return nil }
+            sum = next
         }
         return sum
     }

@@ -102,7 +102,10 @@ final class FFmpegDecodeSession {
         sampleRate = parameters.sample_rate
         sampleTimeBase = AVRational(num: 1, den: sampleRate)
         streamTimeBase = input.stream.pointee.time_base
-        timestampTolerance = 1 + av_rescale_q_rnd(1, input.stream.pointee.time_base, AVRational(num: 1, den: parameters.sample_rate), AV_ROUND_UP)
+        // One tick of the stream's time base, in frames: at most a second
+        // (a forged time base must not make every timestamp agree).
+        let tick = av_rescale_q_rnd(1, input.stream.pointee.time_base, AVRational(num: 1, den: parameters.sample_rate), AV_ROUND_UP)
+        timestampTolerance = 1 + min(max(tick, 0), Int64(parameters.sample_rate))
 
         r = FFmpegDecodeResources(channels: channels)
 
@@ -147,8 +150,8 @@ final class FFmpegDecodeSession {
         let estimated = input.format!.pointee.duration
         var info = StreamInfo(totalFrames: totalFrames, sampleRate: Double(sampleRate), channels: channels,
                               bitDepth: Self.bitDepth(parameters), codec: codecName,
-                              bitrate: bitrate > 0 ? Int((Double(bitrate) / 1000).rounded()) : nil)
-        if totalFrames == nil, estimated > 0 {
+                              bitrate: bitrate >= 500 ? Int((Double(bitrate) / 1000).rounded()) : nil)
+        if totalFrames == nil, estimated > 0, estimated / Int64(AV_TIME_BASE) <= Self.maxDeclaredSeconds {
             info.duration = Double(estimated) / Double(AV_TIME_BASE)  // an estimate, for display only
         }
         self.info = info
@@ -292,9 +295,13 @@ final class FFmpegDecodeSession {
     /// and flushes the codec.
     @discardableResult
     private func seekDemuxer(toFrame start: Int64) throws(CoreError) -> Bool {
-        var timestamp = av_rescale_q(max(start, -(Int64(1) << 40)) + (origin ?? 0), sampleTimeBase, streamTimeBase)
+        // `start` is at most the length (≤ 2^53 when known) or a caller's
+        // frame; `origin` within ±2^61 (samplePosition): the sum cannot overflow.
+        let clampedStart = min(max(start, -(Int64(1) << 40)), maxFramePosition)
+        var timestamp = av_rescale_q(clampedStart + (origin ?? 0), sampleTimeBase, streamTimeBase)
         let atStreamStart = timestamp <= firstPacketTimestamp
         if atStreamStart { timestamp = firstPacketTimestamp }
+        input.readGuard.packetDelivered()  // a seek may read (an index search): a fresh budget
         var result = av_seek_frame(input.format, input.streamIndex, timestamp, AVSEEK_FLAG_BACKWARD)
         if result < 0 {
             result = avformat_seek_file(input.format, input.streamIndex, Int64.min, timestamp, timestamp, 0)
@@ -327,9 +334,8 @@ final class FFmpegDecodeSession {
             let frameCount = Int64(frame!.pointee.nb_samples)
             guard frameCount > 0 else { continue }
 
-            let timestamp = frame!.pointee.best_effort_timestamp
-            lastFrameHadTimestamp = timestamp != hc_nopts_value()
-            let samples = lastFrameHadTimestamp ? av_rescale_q(timestamp, streamTimeBase, sampleTimeBase) : nil
+            let samples = Self.samplePosition(of: frame!.pointee.best_effort_timestamp, streamTimeBase, sampleTimeBase)
+            lastFrameHadTimestamp = samples != nil
             var framePosition: Int64
             var gap: Int64 = 0
             if let counted = nextDecodedPosition {
@@ -381,6 +387,20 @@ final class FFmpegDecodeSession {
         }
     }
 
+    /// A frame's timestamp in samples, or nil when it has none or when it
+    /// is beyond ±2^60 samples (24,000 years at 1.5 MHz: a forged Ogg granule
+    /// or WebM cluster time). Bounding it keeps every difference the
+    /// bookkeeping takes within Int64 — specs/hardening.md §Clamping.
+    static func samplePosition(of timestamp: Int64, _ streamTimeBase: AVRational, _ sampleTimeBase: AVRational) -> Int64? {
+        guard timestamp != hc_nopts_value() else { return nil }
+        let samples = av_rescale_q(timestamp, streamTimeBase, sampleTimeBase)  // INT64_MIN when out of range
+        guard samples > -maxTimestampSamples, samples < maxTimestampSamples else { return nil }
+        return samples
+    }
+
+    /// Timestamps beyond this many samples either way are treated as missing.
+    static let maxTimestampSamples: Int64 = 1 << 60
+
     /// Drops pending frames outside [lowerBound, totalFrames). Returns true
     /// when some remain.
     @discardableResult
@@ -423,6 +443,9 @@ final class FFmpegDecodeSession {
 
             let read = av_read_frame(input.format, packet)
             if read < 0 {
+                if input.readGuard.tripped {
+                    throw input.readGuard.nothingDecodable(input.url, at: Self.time(nextDecodedPosition ?? position, sampleRate))
+                }
                 let error = FFmpegError(function: "av_read_frame", code: read)
                 if let e = error.posixErrno, e != EINVAL, e != ENOSPC {
                     throw error.coreError(url: input.url, while: "reading at \(Self.time(nextDecodedPosition ?? position, sampleRate))")
@@ -433,6 +456,7 @@ final class FFmpegDecodeSession {
                 continue
             }
             defer { av_packet_unref(packet) }
+            input.readGuard.packetDelivered()
             guard packet!.pointee.stream_index == input.streamIndex else { continue }
             let sent = avcodec_send_packet(codec, packet)
             if sent < 0, sent != hc_averror(EAGAIN) {
@@ -555,16 +579,19 @@ final class FFmpegDecodeSession {
     static func gaplessInfo(of input: FFmpegInput, firstPacketSkip: Int64) -> (totalFrames: Int64?, startDelay: Int64) {
         let stream = input.stream.pointee
         let parameters = input.parameters.pointee
-        if let lame = input.lameGaplessInfo() {
-            return (lame.originalFrames, 0)
-        }
-        if input.containerName.hasPrefix("mov,"), let smpb = input.metadata("iTunSMPB").flatMap(ITunesGaplessInfo.init) {
-            return (smpb.originalFrames, max(0, smpb.encoderDelay - firstPacketSkip))
-        }
-        if let frames = input.mp4EditedFrames() {
+        let rate = parameters.sample_rate
+        if let lame = input.lameGaplessInfo(), let frames = plausibleLength(lame.originalFrames, sampleRate: rate) {
             return (frames, 0)
         }
-        if input.containerName == "wav", let declared = ContainerFacts.wavDeclaredFrames(header: input.bytes(at: 0, count: 4096)) {
+        if input.containerName.hasPrefix("mov,"), let smpb = input.metadata("iTunSMPB").flatMap(ITunesGaplessInfo.init),
+           let frames = plausibleLength(smpb.originalFrames, sampleRate: rate), smpb.encoderDelay <= Int64(rate) * 60 {
+            return (frames, max(0, smpb.encoderDelay - firstPacketSkip))
+        }
+        if let frames = plausibleLength(input.mp4EditedFrames(), sampleRate: rate) {
+            return (frames, 0)
+        }
+        if input.containerName == "wav",
+           let declared = plausibleLength(ContainerFacts.wavDeclaredFrames(header: input.bytes(at: 0, count: 4096)), sampleRate: rate) {
             return (declared, 0)
         }
         let method = input.format!.pointee.duration_estimation_method
@@ -572,8 +599,20 @@ final class FFmpegDecodeSession {
             return (nil, 0)
         }
         let frames = av_rescale_q(stream.duration, stream.time_base, AVRational(num: 1, den: parameters.sample_rate))
-        let preSkip = parameters.codec_id == AV_CODEC_ID_OPUS ? Int64(parameters.initial_padding) : 0
-        return (frames - preSkip, 0)
+        let preSkip = parameters.codec_id == AV_CODEC_ID_OPUS ? Int64(max(parameters.initial_padding, 0)) : 0
+        // A pre-skip longer than the stream (a forged OpusHead) leaves no known length.
+        return (plausibleLength(frames - preSkip, sampleRate: parameters.sample_rate), 0)
+    }
+
+    /// The longest length a header may declare: 2^24 seconds (194 days).
+    static let maxDeclaredSeconds: Int64 = 1 << 24
+
+    /// `frames` when it is a plausible declared length — positive and at most
+    /// `maxDeclaredSeconds` — else nil: the length is unknown and the stream
+    /// plays to its real end — specs/hardening.md §Clamping.
+    static func plausibleLength(_ frames: Int64?, sampleRate: Int32) -> Int64? {
+        guard let frames, frames > 0, frames <= maxDeclaredSeconds * Int64(sampleRate) else { return nil }
+        return frames
     }
 
     /// Reads up to the stream's first packet, sends it to the codec and
@@ -585,6 +624,7 @@ final class FFmpegDecodeSession {
         while true {
             let read = av_read_frame(input.format, packet)
             if read < 0 {
+                if input.readGuard.tripped { throw input.readGuard.nothingFound(input.url, input.containerName) }
                 let error = FFmpegError(function: "av_read_frame", code: read)
                 if error.isEOF || error.isInvalidData {
                     throw .decodeError("\(input.url): the audio stream has no data; the file is truncated or corrupt")
@@ -592,6 +632,7 @@ final class FFmpegDecodeSession {
                 throw error.coreError(url: input.url, while: "reading the first packet")
             }
             defer { av_packet_unref(packet) }
+            input.readGuard.packetDelivered()
             guard packet.pointee.stream_index == input.streamIndex else { continue }
             var size = 0
             var skip: Int64 = 0

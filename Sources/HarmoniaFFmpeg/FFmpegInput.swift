@@ -16,6 +16,9 @@ final class FFmpegInput {
     /// Custom I/O: opened by us, closed by us (avformat_close_input leaves it).
     private var io: UnsafeMutablePointer<AVIOContext>?
     private(set) var streamIndex: Int32 = -1
+    /// Bounds the bytes read without a packet coming out (specs/hardening.md
+    /// §Bounds); outlives `format` and `io`, which call into it.
+    let readGuard = FFmpegReadGuard()
 
     var stream: UnsafeMutablePointer<AVStream> { format!.pointee.streams[Int(streamIndex)]! }
     var parameters: UnsafeMutablePointer<AVCodecParameters> { stream.pointee.codecpar }
@@ -40,12 +43,14 @@ final class FFmpegInput {
             av_dict_set(&options, "reconnect", "1", 0)
         }
         var io: UnsafeMutablePointer<AVIOContext>? = nil
+        var interrupt = readGuard.interruptCallback
         do {
-            try check(avio_open2(&io, location, AVIO_FLAG_READ, nil, &options), "avio_open2")
+            try check(avio_open2(&io, location, AVIO_FLAG_READ, &interrupt, &options), "avio_open2")
         } catch {
             throw error.coreError(url: url, while: "opening")
         }
         self.io = io
+        readGuard.io = io
         if let io, avio_size(io) == 0 {
             avio_closep(&self.io)
             throw .unsupported("\(url): the file is empty (0 bytes); it is not an audio file")
@@ -70,11 +75,13 @@ final class FFmpegInput {
         var format = avformat_alloc_context()
         format?.pointee.pb = io
         format?.pointee.flags |= AVFMT_FLAG_CUSTOM_IO
+        format?.pointee.interrupt_callback = readGuard.interruptCallback
         do {
             try check(avformat_open_input(&format, location, probed, nil), "avformat_open_input")
         } catch {
             // avformat_open_input freed `format`; the I/O is ours to close.
             avio_closep(&self.io)
+            if readGuard.tripped { throw readGuard.nothingFound(url, containerName) }
             if !recognisedByContent {
                 throw .unsupported("\(url): not an audio file FFmpeg recognises (it looked like \(containerName) only by its name)")
             }
@@ -89,24 +96,47 @@ final class FFmpegInput {
             try check(avformat_find_stream_info(format, nil), "avformat_find_stream_info")
         } catch {
             close()
+            if readGuard.tripped { throw readGuard.nothingFound(url, containerName) }
             throw .decodeError("\(url): could not read the stream parameters; the file is corrupt or truncated (\(error.text))")
         }
 
         // 4. The audio stream.
         let index = av_find_best_stream(format, AVMEDIA_TYPE_AUDIO, -1, -1, nil, 0)
         guard index >= 0 else {
-            let streams = format!.pointee.nb_streams  // read before close() frees it
+            // Read before close() frees them.
+            let streams = Int(format!.pointee.nb_streams)
+            let audio = (0..<streams).filter { format!.pointee.streams[$0]!.pointee.codecpar.pointee.codec_type == AVMEDIA_TYPE_AUDIO }.count
             close()
+            if readGuard.tripped { throw readGuard.nothingFound(url, containerName) }
+            if audio > 0 {
+                throw .unsupported("\(url): FFmpeg found \(audio) audio stream(s) in this \(containerName) file but no frame it can decode; it is not a playable audio file")
+            }
             throw .unsupported("\(url): contains no audio stream (a \(containerName) file with \(streams) other stream(s))")
         }
         streamIndex = index
-        guard parameters.pointee.sample_rate > 0, parameters.pointee.ch_layout.nb_channels > 0 else {
+        let rate = parameters.pointee.sample_rate, channels = parameters.pointee.ch_layout.nb_channels
+        let timeBase = stream.pointee.time_base
+        guard rate > 0, channels > 0, timeBase.num > 0, timeBase.den > 0 else {
             close()
-            throw .decodeError("\(url): the audio stream has no valid sample rate or channel count; the file is corrupt")
+            throw .decodeError("\(url): the audio stream declares \(rate) Hz, \(channels) channel(s) and time base "
+                + "\(timeBase.num)/\(timeBase.den); the file is corrupt")
+        }
+        guard channels <= Self.maxChannels else {
+            close()
+            throw .unsupported("\(url): the audio stream has \(channels) channels; at most \(Self.maxChannels) are supported")
+        }
+        guard rate <= Self.maxSampleRate else {
+            close()
+            throw .unsupported("\(url): the audio stream's sample rate is \(rate) Hz; at most \(Self.maxSampleRate) Hz is supported")
         }
     }
 
     deinit { close() }
+
+    /// The most channels a stream may have (libswresample's limit): more is `unsupported`.
+    static let maxChannels: Int32 = 64
+    /// The highest sample rate accepted (PulseAudio's limit, 16 × 48 kHz): higher is `unsupported`.
+    static let maxSampleRate: Int32 = 768_000
 
     /// Closes the container and the I/O. Idempotent.
     func close() {
@@ -150,7 +180,10 @@ final class FFmpegInput {
     func bytes(at offset: Int64, count: Int) -> [UInt8] {
         guard let io = format?.pointee.pb ?? self.io else { return [] }
         let saved = avio_tell(io)
-        defer { avio_seek(io, saved, SEEK_SET) }
+        defer {
+            avio_seek(io, saved, SEEK_SET)
+            readGuard.packetDelivered()  // our own reads are bounded by `count`
+        }
         guard avio_seek(io, offset, SEEK_SET) >= 0 else { return [] }
         var buffer = [UInt8](repeating: 0, count: count)
         let read = buffer.withUnsafeMutableBufferPointer { avio_read(io, $0.baseAddress, Int32(count)) }
@@ -198,7 +231,10 @@ final class FFmpegInput {
                 let box = bytes(at: offset, count: Int(size))
                 return box.count == Int(size) ? box : nil
             }
-            offset += size
+            // A forged 64-bit size: past the end of any file.
+            let (next, overflow) = offset.addingReportingOverflow(size)
+            guard !overflow else { return nil }
+            offset = next
         }
         return nil
     }

@@ -72,17 +72,17 @@ public struct FFmpegTagReaderAdapter: TagReaderPort {
         let disc = m["disc", "discnumber"].map(Self.numberAndTotal)
         tags.discNumber = disc?.number
         tags.discTotal = disc?.total ?? m["disctotal", "totaldiscs"].flatMap(Self.integer)
-        tags.bpm = m["tbpm", "bpm", "tmpo"].flatMap(Self.decimal).map { Int($0.rounded()) }
+        tags.bpm = m["tbpm", "bpm", "tmpo"].flatMap(Self.beatsPerMinute)
 
         tags.replayGainTrack = m["replaygain_track_gain"].flatMap(Self.decibels)
         tags.replayGainAlbum = m["replaygain_album_gain"].flatMap(Self.decibels)
-        tags.replayGainTrackPeak = m["replaygain_track_peak"].flatMap(Self.decimal)
-        tags.replayGainAlbumPeak = m["replaygain_album_peak"].flatMap(Self.decimal)
-        if tags.replayGainTrack == nil, let r128 = m["r128_track_gain"].flatMap(Self.integer) {
-            tags.replayGainTrack = Self.replayGain(fromR128: r128)
+        tags.replayGainTrackPeak = m["replaygain_track_peak"].flatMap(Self.peak)
+        tags.replayGainAlbumPeak = m["replaygain_album_peak"].flatMap(Self.peak)
+        if tags.replayGainTrack == nil {
+            tags.replayGainTrack = m["r128_track_gain"].flatMap(Self.integer).flatMap(Self.replayGain(fromR128:))
         }
-        if tags.replayGainAlbum == nil, let r128 = m["r128_album_gain"].flatMap(Self.integer) {
-            tags.replayGainAlbum = Self.replayGain(fromR128: r128)
+        if tags.replayGainAlbum == nil {
+            tags.replayGainAlbum = m["r128_album_gain"].flatMap(Self.integer).flatMap(Self.replayGain(fromR128:))
         }
 
         let lyrics = m.lyrics()
@@ -92,26 +92,55 @@ public struct FFmpegTagReaderAdapter: TagReaderPort {
 
     /// R128 gain (Q7.8 fixed point, dB relative to -23 LUFS) to ReplayGain dB
     /// (relative to ReplayGain 2's -18 LUFS reference): one is 5 dB quieter.
-    static func replayGain(fromR128 q78: Int) -> Double {
-        Double(q78) / 256 + 5
+    /// nil outside the field's 16-bit range (RFC 7845 §5.2.1).
+    static func replayGain(fromR128 q78: Int) -> Double? {
+        guard (Int(Int16.min)...Int(Int16.max)).contains(q78) else { return nil }
+        return Double(q78) / 256 + 5
     }
 
+    // Numbers read from tags are checked before use: specs/hardening.md §Clamping —
+    // text that is not a finite number in the field's plausible range is no tag.
+
+    /// The largest ReplayGain adjustment taken from a tag, in dB either way.
+    static let maxReplayGainDB = 64.0
+    /// The largest ReplayGain peak taken from a tag (+20 dBFS).
+    static let maxReplayGainPeak = 10.0
+    /// The largest tempo taken from a tag.
+    static let maxBeatsPerMinute = 1000.0
+
+    /// A tempo tag: a finite number in (0, 1000], rounded.
+    static func beatsPerMinute(_ text: String) -> Int? {
+        guard let value = decimal(text), value > 0, value <= maxBeatsPerMinute else { return nil }
+        return Int(value.rounded())
+    }
+
+    /// A peak tag: a finite amplitude in [0, 10].
+    static func peak(_ text: String) -> Double? {
+        guard let value = decimal(text), value >= 0, value <= maxReplayGainPeak else { return nil }
+        return value
+    }
+
+    /// "3/12" → (3, 12). Negative numbers are no number.
     static func numberAndTotal(_ text: String) -> (number: Int?, total: Int?) {
         let parts = text.split(separator: "/", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
-        return (parts.first.flatMap { integer($0) }, parts.count > 1 ? integer(parts[1]) : nil)
+        let count = { (text: String) in integer(text).flatMap { $0 >= 0 ? $0 : nil } }
+        return (parts.first.flatMap(count), parts.count > 1 ? count(parts[1]) : nil)
     }
 
+    /// A decimal integer; nil for text or a number beyond Int.
     static func integer(_ text: String) -> Int? { Int(text.trimmingCharacters(in: .whitespaces)) }
 
+    /// A finite decimal number; nil for text, NaN and infinities.
     static func decimal(_ text: String) -> Double? {
-        Double(text.trimmingCharacters(in: .whitespaces))
+        Double(text.trimmingCharacters(in: .whitespaces)).flatMap { $0.isFinite ? $0 : nil }
     }
 
-    /// "-6.50 dB" → -6.5.
+    /// "-6.50 dB" → -6.5; nil beyond ±64 dB or not a finite number.
     static func decibels(_ text: String) -> Double? {
         var t = text.trimmingCharacters(in: .whitespaces)
         if t.lowercased().hasSuffix("db") { t = String(t.dropLast(2)).trimmingCharacters(in: .whitespaces) }
-        return Double(t)
+        guard let value = decimal(t), abs(value) <= maxReplayGainDB else { return nil }
+        return value
     }
 
     /// "2024", "2024-05-17", "2024-05-17T10:00" → 2024.

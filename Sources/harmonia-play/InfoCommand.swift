@@ -115,7 +115,9 @@ struct InfoCommand: ParsableCommand {
         if let bitrate = stream.bitrate { format += ", \(bitrate) kbit/s" }
         if let encoding = tags.encoding { format += ", \(encoding)" }
         line("Format", format)
-        let duration = stream.duration.isFinite ? TimeFormat.clock(stream.duration) : "unknown (live stream)"
+        let remote = url.contains("://") && !url.hasPrefix("file://")
+        let duration = stream.duration.isFinite ? TimeFormat.clock(stream.duration)
+            : remote ? "unknown (a live stream)" : "unknown (the file declares no usable length)"
         line("Duration", duration + (stream.totalFrames.map { " (\($0) frames)" } ?? ""))
         line("Size", tags.fileSize.map { "\($0) bytes" })
         return lines.joined(separator: "\n")
@@ -134,6 +136,7 @@ struct InfoCommand: ParsableCommand {
 enum TimeFormat {
     /// 83.5 → "1:23.500"; 3723 → "1:02:03.000".
     static func clock(_ seconds: Double) -> String {
+        guard seconds.isFinite, seconds >= 0, seconds < 1e12 else { return "?" }  // durations come from files
         let millis = Int64((seconds * 1000).rounded())
         let h = millis / 3_600_000, m = millis / 60_000 % 60, s = millis / 1000 % 60, ms = millis % 1000
         func two(_ v: Int64) -> String { v < 10 ? "0\(v)" : "\(v)" }

@@ -137,6 +137,7 @@ struct QueuePlayer {
     /// 205.4 → "3:25"; 3725 → "1:02:05" (rounded to the second); below
     /// 10 s with tenths: 0.25 → "0:00.3".
     static func minutesSeconds(_ seconds: Double) -> String {
+        guard seconds.isFinite, seconds >= 0, seconds < 1e12 else { return "?" }  // durations come from files
         if seconds < 9.95 {
             let tenths = Int64((seconds * 10).rounded())
             return "0:0\(tenths / 10).\(tenths % 10)"

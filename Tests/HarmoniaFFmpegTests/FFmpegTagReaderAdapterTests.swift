@@ -104,6 +104,31 @@ struct TagParsingTests {
         #expect(FFmpegTagReaderAdapter.replayGain(fromR128: 0) == 5.0)
     }
 
+    @Test("numbers in tags that are not finite or not plausible are no tag (specs/hardening.md §Clamping)")
+    func hostileNumbers() {
+        for text in ["nan", "inf", "-inf", "1e400", "99999999999999999999999", "-5", "0", "1001"] {
+            #expect(FFmpegTagReaderAdapter.beatsPerMinute(text) == nil, "BPM \(text)")
+        }
+        #expect(FFmpegTagReaderAdapter.beatsPerMinute("128.4") == 128)
+        for text in ["nan dB", "inf dB", "-inf", "1e23 dB", "+64.5 dB", "-1e400 dB"] {
+            #expect(FFmpegTagReaderAdapter.decibels(text) == nil, "gain \(text)")
+        }
+        #expect(FFmpegTagReaderAdapter.decibels("-64 dB") == -64)
+        for text in ["nan", "-0.5", "1e-300x", "11", "inf"] {
+            #expect(FFmpegTagReaderAdapter.peak(text) == nil, "peak \(text)")
+        }
+        #expect(FFmpegTagReaderAdapter.peak("0.98") == 0.98)
+        #expect(FFmpegTagReaderAdapter.replayGain(fromR128: 32768) == nil)
+        #expect(FFmpegTagReaderAdapter.replayGain(fromR128: -32769) == nil)
+        #expect(FFmpegTagReaderAdapter.numberAndTotal("99999999999999999999999/-3") == (nil, nil))
+        let tags = FFmpegTagReaderAdapter.tags(from: MetadataLookup([
+            ("BPM", "nan"), ("REPLAYGAIN_TRACK_GAIN", "inf dB"), ("REPLAYGAIN_TRACK_PEAK", "nan"),
+            ("R128_ALBUM_GAIN", "99999999999999999999"), ("TRACK", "-1/1e9"),
+        ]))
+        #expect(tags.bpm == nil && tags.replayGainTrack == nil && tags.replayGainTrackPeak == nil)
+        #expect(tags.replayGainAlbum == nil && tags.trackNumber == nil && tags.trackTotal == nil)
+    }
+
     @Test("missing tags are nil; a present empty tag is the empty string")
     func nilVersusEmpty() {
         let tags = FFmpegTagReaderAdapter.tags(from: MetadataLookup([("title", ""), ("ARTIST", "A")]))

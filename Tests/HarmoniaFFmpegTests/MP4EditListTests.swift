@@ -28,6 +28,15 @@ struct MP4EditListTests {
         #expect(ContainerFacts.mp4TrackTiming(moov: Array(file.prefix(200)), trackID: 1) == nil)  // cut inside moov
     }
 
+    @Test("a sample table whose count × delta overflows Int64 gives no timing, not a trap")
+    func overflowingSampleTable() throws {
+        var file = Array(try Data(contentsOf: URL(fileURLWithPath: Self.parts[0].path)))
+        let stts = try #require((0..<(file.count - 4)).first { file[$0..<$0 + 4].elementsEqual("stts".utf8) })
+        // Body: version/flags, entry count, then (count, delta) pairs: make the first pair 0xFFFFFFFF × 0xFFFFFFFF.
+        for i in 12..<20 { file[stts + i] = 0xFF }
+        #expect(ContainerFacts.mp4TrackTiming(moov: file, trackID: 1) == nil)
+    }
+
     @Test("the media's end is used only when the edit ends within one movie tick of it")
     func editRule() {
         func track(_ edits: [MP4TrackTiming.Edit], movie: Int64 = 1000, media: Int64 = 1024 + 57331) -> MP4TrackTiming {

@@ -74,6 +74,6 @@ extension DecoderPort {
             throw .invalidArgument("seek position \(seconds) s is invalid: it must be a finite, non-negative number of seconds")
         }
         let rate = try info(handle).sampleRate
-        try seek(handle, toFrame: Int64((seconds * rate).rounded()))
+        try seek(handle, toFrame: Int64(clampingFrames: seconds * rate))
     }
 }

@@ -668,7 +668,7 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
             advance(after: current)
             return .again
         }
-        let aheadLimit = Int64(configuration.decodeAhead * current.info.sampleRate)
+        let aheadLimit = Int64(clampingFrames: configuration.decodeAhead * current.info.sampleRate)
         if written - output.framesPlayed >= aheadLimit { return wait }
         if unlockForRead { openNextEarly(after: current, aheadLimit: aheadLimit) }
         decodeChunk(current, into: unlockForRead ? threadBuffer : controlBuffer, unlockForRead: unlockForRead)
@@ -897,10 +897,16 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
             // otherwise the tag reader, for local files only.
             let tags = (try? decoder.tags(handle)) ?? (Self.isLocal(track.url) ? (try? tagReader?.read(url: track.url)) : nil)
             var filled = tags.map { track.filled(from: $0) } ?? track
-            let start = Int64(((track.start ?? 0) * info.sampleRate).rounded())
+            if let start = track.start, !(start.isFinite && start >= 0) {
+                throw CoreError.invalidArgument("\(track.url): the track's start \(start) s is not a time; it must be ≥ 0")
+            }
+            if let end = track.end, !(end.isFinite && end > (track.start ?? 0)) {
+                throw CoreError.invalidArgument("\(track.url): the track's end \(end) s must be a time after its start")
+            }
+            let start = Int64(clampingFrames: (track.start ?? 0) * info.sampleRate)
             // Only a track's own end caps reads: at the file's end the decoder
             // itself says whether the stream ended cleanly or was truncated.
-            let end = track.end.map { min(info.totalFrames ?? .max, Int64(($0 * info.sampleRate).rounded())) }
+            let end = track.end.map { min(info.totalFrames ?? .max, Int64(clampingFrames: $0 * info.sampleRate)) }
             if let total = info.totalFrames, start > total {
                 throw CoreError.invalidArgument("\(track.url): the track starts at \(track.start ?? 0) s, after the end of the file (\(info.duration) s)")
             }
@@ -1107,8 +1113,9 @@ final class OpenTrack {
         self.nextFrame = startFrame
     }
 
+    /// The file frame `seconds` into the track (clamped: never traps).
     func frame(atSeconds seconds: Double) -> Int64 {
-        startFrame + Int64((seconds * info.sampleRate).rounded())
+        startFrame + Int64(clampingFrames: seconds * info.sampleRate)
     }
 
     func seconds(atFrame frame: Int64) -> Double {

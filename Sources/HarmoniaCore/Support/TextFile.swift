@@ -10,10 +10,13 @@ import Musl
 /// Reads a text file as UTF-8 (a leading byte-order mark removed) or, when
 /// the bytes are not valid UTF-8, as Latin-1.
 public enum TextFile {
+    /// The largest text file read (16 MiB): larger is `unsupported`.
+    public static let maxBytes = 16 << 20
+
     /// The text of `path`; `what` names the kind of file in messages ("a CUE
     /// sheet"). With `utf8Only`, bytes that are not UTF-8 are a `decodeError`.
     /// - Throws: `notFound`, `ioError` (permission, read failure),
-    ///   `unsupported` (a directory), `decodeError` (not UTF-8 when required).
+    ///   `unsupported` (a directory, not a regular file, over `maxBytes`), `decodeError` (not UTF-8 when required).
     public static func read(_ path: String, what: String, utf8Only: Bool = false) throws(CoreError) -> String {
         var info = stat()
         if stat(path, &info) != 0 {
@@ -25,6 +28,12 @@ public enum TextFile {
             }
         }
         if info.st_mode & S_IFMT == S_IFDIR { throw .unsupported("\(path): a directory, not \(what)") }
+        // A FIFO or a device could block or never end; a huge file is not a
+        // playlist — specs/hardening.md §Bounds.
+        guard info.st_mode & S_IFMT == S_IFREG else { throw .unsupported("\(path): not a regular file, so not \(what)") }
+        guard info.st_size <= maxBytes else {
+            throw .unsupported("\(path): \(info.st_size) bytes is too large for \(what) (at most \(maxBytes >> 20) MiB)")
+        }
         guard let data = FileManager.default.contents(atPath: path) else {
             throw .ioError("\(path): cannot be read; check the file's permissions")
         }

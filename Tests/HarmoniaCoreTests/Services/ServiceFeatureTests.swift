@@ -135,6 +135,26 @@ struct FixedTagReader: TagReaderPort {
         #expect(ReplayGainSettings(mode: .off, preampDB: 12).linearGain(for: TagBundle(replayGainTrack: 3)) == 1)
     }
 
+    @Test("ReplayGain values that are not finite numbers are ignored; the factor is always finite (specs/hardening.md)")
+    func replayGainFromHostileTags() {
+        let track = ReplayGainSettings(mode: .track, preampDB: 0, preventClipping: true)
+        for gain in [Double.nan, .infinity, -.infinity] {
+            #expect(track.linearGain(for: TagBundle(replayGainTrack: gain)) == 1)
+        }
+        #expect(track.linearGain(for: TagBundle(replayGainTrack: 1e300)).isFinite)
+        #expect(track.linearGain(for: TagBundle(replayGainTrack: 0, replayGainTrackPeak: .nan)) == 1)
+        #expect(track.linearGain(for: TagBundle(replayGainTrack: 0, replayGainTrackPeak: -1)) == 1)
+        #expect(ReplayGainSettings(mode: .track, preampDB: .nan).linearGain(for: nil) == 1)
+    }
+
+    @Test("frames from seconds never trap: clamped to ±2^53, NaN is 0")
+    func clampingFrames() {
+        #expect(Int64(clampingFrames: 1.5) == 2)
+        #expect(Int64(clampingFrames: 1e300) == maxFramePosition)
+        #expect(Int64(clampingFrames: -.infinity) == -maxFramePosition)
+        #expect(Int64(clampingFrames: .nan) == 0)
+    }
+
     @Test("a stalled source enters buffering when the output runs dry, and resumes exactly")
     func buffering() async throws {
         // The stall comes before the decode-ahead distance is filled.
