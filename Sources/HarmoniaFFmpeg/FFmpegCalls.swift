@@ -85,7 +85,16 @@ extension FFmpegError {
     }
 }
 
-/// FFmpeg logs to stderr by default; a library must not. Quieted once per process.
-let quietFFmpegLogging: Void = {
+/// Process-wide FFmpeg settings, made once before the first open:
+/// - FFmpeg logs to stderr by default; a library must not.
+/// - No single FFmpeg allocation above 256 MiB (specs/hardening.md §Bounds):
+///   a forged index (an MP4 `stsz` declaring 500 million entries in a few
+///   bytes) fails as ENOMEM instead of reserving gigabytes. Audio needs far
+///   less; FFmpeg's own default is 2 GiB.
+let ffmpegProcessSettings: Void = {
     av_log_set_level(AV_LOG_QUIET)
+    av_max_alloc(ffmpegMaxAllocation)
 }()
+
+/// The largest single allocation FFmpeg may make in this process.
+let ffmpegMaxAllocation = 256 << 20

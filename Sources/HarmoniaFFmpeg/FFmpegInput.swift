@@ -29,7 +29,7 @@ final class FFmpegInput {
     /// - Parameter networkTimeout: seconds a network source may send nothing
     ///   before a read fails with `ioError`.
     init(url: String, networkTimeout: Double = FFmpegDecoderAdapter.defaultNetworkTimeout) throws(CoreError) {
-        _ = quietFFmpegLogging
+        _ = ffmpegProcessSettings
         guard !url.isEmpty else { throw .invalidArgument("url is empty: give a file path or an http(s) URL") }
         self.url = url
         let location = Self.ffmpegLocation(of: url)

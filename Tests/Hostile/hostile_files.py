@@ -244,6 +244,9 @@ def mp4_tables(w):
           "mp4 table")
     w.add("mp4_stts_count_huge.m4a", mp4_patch(data, "stts", 4, ">I", 0xFFFFFFFF), "mp4 table")
     w.add("mp4_stsz_count_huge.m4a", mp4_patch(data, "stsz", 12, ">I", 0xFFFFFFFF), "mp4 table")
+    # 400 million 4-byte entries declared in a few bytes: FFmpeg allocates the table before reading it.
+    w.add("mp4_stsz_count_400m.m4a", mp4_patch(data, "stsz", 12, ">I", 400_000_000), "mp4 table")
+    w.add("mp4_stco_count_400m.m4a", mp4_patch(data, "stco", 4, ">I", 400_000_000), "mp4 table")
     w.add("mp4_stco_count_huge.m4a", mp4_patch(data, "stco", 4, ">I", 0xFFFFFFFF), "mp4 table")
     w.add("mp4_stsc_count_huge.m4a", mp4_patch(data, "stsc", 4, ">I", 0xFFFFFFFF), "mp4 table")
     w.add("mp4_elst_count_huge.m4a", mp4_patch(data, "elst", 4, ">I", 0xFFFFFFFF), "mp4 table")

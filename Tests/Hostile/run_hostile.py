@@ -79,7 +79,7 @@ def check_file(binary, folder, entry):
             "info": [binary, "info", path],
             "info --json": [binary, "info", "--json", path],
             "decode": [binary, "decode", "-o", pcm, path],
-            "play": [binary, "play", "--quiet", "--output", f"file:{pcm}"]
+            "play": [binary, "play", "--output", f"file:{pcm}"]
             + (["--replaygain", "track"] if "replaygain" in checks else []) + [path],
         }
         for label, argv in commands.items():
