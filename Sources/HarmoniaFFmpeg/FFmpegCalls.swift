@@ -87,7 +87,7 @@ extension FFmpegError {
 
 /// Process-wide FFmpeg settings, made once before the first open:
 /// - FFmpeg logs to stderr by default; a library must not.
-/// - No single FFmpeg allocation above 256 MiB (specs/hardening.md §Bounds):
+/// - No single FFmpeg allocation above 256 MiB — see specs/hardening.md §Bounds —
 ///   a forged index (an MP4 `stsz` declaring 500 million entries in a few
 ///   bytes) fails as ENOMEM instead of reserving gigabytes. Audio needs far
 ///   less; FFmpeg's own default is 2 GiB.
