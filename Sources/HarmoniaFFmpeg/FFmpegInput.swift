@@ -16,6 +16,8 @@ final class FFmpegInput {
     /// Custom I/O: opened by us, closed by us (avformat_close_input leaves it).
     private var io: UnsafeMutablePointer<AVIOContext>?
     private(set) var streamIndex: Int32 = -1
+    /// Read by the contexts' interrupt callback: kept alive as long as they are.
+    private let interrupt: FFmpegInterruptFlag
 
     var stream: UnsafeMutablePointer<AVStream> { format!.pointee.streams[Int(streamIndex)]! }
     var parameters: UnsafeMutablePointer<AVCodecParameters> { stream.pointee.codecpar }
@@ -25,11 +27,21 @@ final class FFmpegInput {
     /// - Throws: CoreError as in specs/ports.md §open(url:).
     /// - Parameter networkTimeout: seconds a network source may send nothing
     ///   before a read fails with `ioError`.
-    init(url: String, networkTimeout: Double = FFmpegDecoderAdapter.defaultNetworkTimeout) throws(CoreError) {
+    /// - Parameter interrupt: once set, the open and every later read fail
+    ///   at FFmpeg's next check (specs/ports.md §DecoderPort (Interrupting I/O)).
+    init(url: String, networkTimeout: Double = FFmpegDecoderAdapter.defaultNetworkTimeout,
+         interrupt: FFmpegInterruptFlag = FFmpegInterruptFlag()) throws(CoreError) {
         _ = quietFFmpegLogging
         guard !url.isEmpty else { throw .invalidArgument("url is empty: give a file path or an http(s) URL") }
         self.url = url
+        self.interrupt = interrupt
         let location = Self.ffmpegLocation(of: url)
+        // --- special files and byte names (specs/inputs.md §Inputs (Special files, Names)) ---
+        if url.hasPrefix("file://") || !url.contains("://") {
+            try LocalFileCheck.requireRegularFile(location, url: url)
+        }
+        var interruptCallback = interrupt.callback
+        // --- end special files ---
 
         // 1. Open the byte stream: missing files, permissions, network.
         var options: OpaquePointer? = nil
@@ -41,7 +53,8 @@ final class FFmpegInput {
         }
         var io: UnsafeMutablePointer<AVIOContext>? = nil
         do {
-            try check(avio_open2(&io, location, AVIO_FLAG_READ, nil, &options), "avio_open2")
+            // The name's exact bytes (PathBytes), and the interrupt callback.
+            try check(PathBytes.withCString(location) { avio_open2(&io, $0, AVIO_FLAG_READ, &interruptCallback, &options) }, "avio_open2")
         } catch {
             throw error.coreError(url: url, while: "opening")
         }
@@ -70,6 +83,7 @@ final class FFmpegInput {
         var format = avformat_alloc_context()
         format?.pointee.pb = io
         format?.pointee.flags |= AVFMT_FLAG_CUSTOM_IO
+        format?.pointee.interrupt_callback = interruptCallback
         do {
             try check(avformat_open_input(&format, location, probed, nil), "avformat_open_input")
         } catch {
@@ -218,7 +232,7 @@ private extension String {
     var removingPercentEncodingIfPossible: String {
         guard contains("%") else { return self }
         var bytes: [UInt8] = []
-        var iterator = utf8.makeIterator()
+        var iterator = PathBytes.bytes(self).makeIterator()
         while let byte = iterator.next() {
             if byte == UInt8(ascii: "%"), let h = iterator.next(), let l = iterator.next(),
                let value = UInt8(String(decoding: [h, l], as: UTF8.self), radix: 16) {
@@ -227,6 +241,6 @@ private extension String {
                 bytes.append(byte)
             }
         }
-        return String(decoding: bytes, as: UTF8.self)
+        return PathBytes.string(bytes)  // lossless: %FF stays byte 0xFF
     }
 }
