@@ -31,7 +31,7 @@ struct QueuePlayer {
     var terminal: TerminalSession? = nil
     /// Called on the first termination signal, from a signal thread: makes
     /// the decoder's opens and reads in flight fail at once, so the main
-    /// loop gets to the signal (specs/inputs.md §Inputs (Signals)).
+    /// loop gets to the signal, as specs/inputs.md §Signals says.
     var interruptIO: @Sendable () -> Void = {}
     /// How long the main loop has to end the process after a signal before
     /// the process ends itself (a call FFmpeg cannot interrupt: a DNS lookup).
