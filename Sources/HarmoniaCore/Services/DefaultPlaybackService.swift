@@ -59,8 +59,8 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
     /// The track a `read` is in flight on (engine released), if any.
     private var readInFlight: OpenTrack?
     /// Moved by every change that makes an open in flight (engine released)
-    /// stale: decoded audio invalidated, a queue edit, a stop, another open
-    /// that succeeded. An open that finds it moved is dropped.
+    /// stale: decoded audio invalidated, a queue edit, a stop or failure,
+    /// another open that succeeded. An open that finds it moved is dropped.
     private var openEpoch: UInt64 = 0
     private var replayGain: ReplayGainSettings
     private var nextPositionTick: UInt64 = 0
@@ -551,6 +551,7 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
     }
 
     private func stopOutputAndTimeline() {
+        openEpoch &+= 1  // an open in flight must not start anything now
         output.stop()
         outputStarted = false
         outputFormat = nil
