@@ -96,7 +96,7 @@ test-asan: deps swift
 # TSan exits non-zero (66) on any report.
 test-tsan: deps swift
 	$(WITH_PULSE) HARMONIA_TSAN=1 $(SWIFT) test --sanitize=thread --scratch-path .build-tsan \
-	  --filter 'SPSCRingBuffer|NullAudioOutput|PulseAudioOutputAdapterTests|PulseAudioBehaviourTests|PlaybackServicePulse|PlaybackServiceTests|QueueServiceTests|ServiceFeatureTests|ServiceOutputFailureTests|FileOutputServiceTests' || status=$$?; \
+	  --filter 'SPSCRingBuffer|NullAudioOutput|PulseAudioOutputAdapterTests|PulseAudioBehaviourTests|PlaybackServicePulse|PlaybackServiceTests|QueueServiceTests|ServiceFeatureTests|ServiceOutputFailureTests|FileOutputServiceTests|SlowOpenServiceTests' || status=$$?; \
 	  bash Tests/pulse-test-server.sh stop $(PULSE_DIR); exit $$status
 
 # The test vectors alone (test-unit runs them too, as a Swift test).

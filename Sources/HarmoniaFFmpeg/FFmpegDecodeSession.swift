@@ -93,8 +93,9 @@ final class FFmpegDecodeSession {
 
     // MARK: Open
 
-    init(url: String, logger: any LoggerPort, networkTimeout: Double = FFmpegDecoderAdapter.defaultNetworkTimeout) throws(CoreError) {
-        let input = try FFmpegInput(url: url, networkTimeout: networkTimeout)
+    init(url: String, logger: any LoggerPort, networkTimeout: Double = FFmpegDecoderAdapter.defaultNetworkTimeout,
+         interrupt: FFmpegInterruptFlag = FFmpegInterruptFlag()) throws(CoreError) {
+        let input = try FFmpegInput(url: url, networkTimeout: networkTimeout, interrupt: interrupt)
         self.input = input
         self.logger = logger
         let parameters = input.parameters.pointee

@@ -17,6 +17,8 @@ public final class FFmpegDecoderAdapter: DecoderPort {
     private let networkTimeout: Double
     private let sessions = Mutex<[DecodeHandle: LockedSession]>([:])
     private let nextID = Atomic<UInt64>(1)
+    /// Set by `interruptAll()`; every session's FFmpeg contexts read it.
+    private let interrupt = FFmpegInterruptFlag()
 
     /// - Parameters:
     ///   - logger: receives warnings (skipped corrupt packets).
@@ -29,7 +31,14 @@ public final class FFmpegDecoderAdapter: DecoderPort {
     }
 
     public func open(url: String) throws(CoreError) -> DecodeHandle {
-        let session = try FFmpegDecodeSession(url: url, logger: logger, networkTimeout: networkTimeout)
+        if interrupt.isSet { throw Self.interrupted(url) }
+        let session: FFmpegDecodeSession
+        do {
+            session = try FFmpegDecodeSession(url: url, logger: logger, networkTimeout: networkTimeout, interrupt: interrupt)
+        } catch {
+            if interrupt.isSet { throw Self.interrupted(url) }
+            throw error
+        }
         let handle = DecodeHandle(id: nextID.add(1, ordering: .relaxed).oldValue)
         sessions.withLock { $0[handle] = LockedSession(session) }
         return handle
@@ -37,6 +46,16 @@ public final class FFmpegDecoderAdapter: DecoderPort {
 
     public func info(_ handle: DecodeHandle) throws(CoreError) -> StreamInfo {
         try session(handle).withLock { $0.info }
+    }
+
+    /// Makes every open, probe and read in flight fail within about 0.1 s
+    /// (FFmpeg's interrupt callback; a network source's poll interval), and
+    /// every later one at once, with `ioError` ("interrupted"). For a process
+    /// that is ending (a signal): it cannot be undone. Thread: any; never blocks.
+    public func interruptAll() { interrupt.set() }
+
+    private static func interrupted(_ url: String) -> CoreError {
+        .ioError("\(url): interrupted (the player is stopping)")
     }
 
     public func read(_ handle: DecodeHandle, into buffer: UnsafeMutablePointer<Float>, maxFrames: Int) throws(CoreError) -> Int {

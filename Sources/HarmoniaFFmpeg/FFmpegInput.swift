@@ -17,8 +17,9 @@ final class FFmpegInput {
     private var io: UnsafeMutablePointer<AVIOContext>?
     private(set) var streamIndex: Int32 = -1
     /// Bounds the bytes read without a packet coming out (specs/hardening.md
-    /// §Bounds); outlives `format` and `io`, which call into it.
-    let readGuard = FFmpegReadGuard()
+    /// §Bounds) and carries the interrupt flag; outlives `format` and `io`,
+    /// which call into it.
+    let readGuard: FFmpegReadGuard
 
     var stream: UnsafeMutablePointer<AVStream> { format!.pointee.streams[Int(streamIndex)]! }
     var parameters: UnsafeMutablePointer<AVCodecParameters> { stream.pointee.codecpar }
@@ -28,11 +29,21 @@ final class FFmpegInput {
     /// - Throws: CoreError as in specs/ports.md §open(url:).
     /// - Parameter networkTimeout: seconds a network source may send nothing
     ///   before a read fails with `ioError`.
-    init(url: String, networkTimeout: Double = FFmpegDecoderAdapter.defaultNetworkTimeout) throws(CoreError) {
+    /// - Parameter interrupt: once set, the open and every later read fail
+    ///   at FFmpeg's next check (specs/ports.md §DecoderPort (Interrupting I/O)).
+    init(url: String, networkTimeout: Double = FFmpegDecoderAdapter.defaultNetworkTimeout,
+         interrupt: FFmpegInterruptFlag = FFmpegInterruptFlag()) throws(CoreError) {
         _ = ffmpegProcessSettings
         guard !url.isEmpty else { throw .invalidArgument("url is empty: give a file path or an http(s) URL") }
         self.url = url
+        self.readGuard = FFmpegReadGuard(interrupt: interrupt)
         let location = Self.ffmpegLocation(of: url)
+        // --- special files and byte names (specs/inputs.md §Inputs (Special files, Names)) ---
+        if url.hasPrefix("file://") || !url.contains("://") {
+            try LocalFileCheck.requireRegularFile(location, url: url)
+        }
+        var interruptCallback = readGuard.interruptCallback
+        // --- end special files ---
 
         // 1. Open the byte stream: missing files, permissions, network.
         var options: OpaquePointer? = nil
@@ -43,9 +54,9 @@ final class FFmpegInput {
             av_dict_set(&options, "reconnect", "1", 0)
         }
         var io: UnsafeMutablePointer<AVIOContext>? = nil
-        var interrupt = readGuard.interruptCallback
         do {
-            try check(avio_open2(&io, location, AVIO_FLAG_READ, &interrupt, &options), "avio_open2")
+            // The name's exact bytes (PathBytes), and the guard's interrupt callback.
+            try check(PathBytes.withCString(location) { avio_open2(&io, $0, AVIO_FLAG_READ, &interruptCallback, &options) }, "avio_open2")
         } catch {
             throw error.coreError(url: url, while: "opening")
         }
@@ -254,7 +265,7 @@ private extension String {
     var removingPercentEncodingIfPossible: String {
         guard contains("%") else { return self }
         var bytes: [UInt8] = []
-        var iterator = utf8.makeIterator()
+        var iterator = PathBytes.bytes(self).makeIterator()
         while let byte = iterator.next() {
             if byte == UInt8(ascii: "%"), let h = iterator.next(), let l = iterator.next(),
                let value = UInt8(String(decoding: [h, l], as: UTF8.self), radix: 16) {
@@ -263,6 +274,6 @@ private extension String {
                 bytes.append(byte)
             }
         }
-        return String(decoding: bytes, as: UTF8.self)
+        return PathBytes.string(bytes)  // lossless: %FF stays byte 0xFF
     }
 }

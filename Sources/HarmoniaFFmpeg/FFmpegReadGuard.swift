@@ -9,7 +9,8 @@
 import CFFmpeg
 import HarmoniaCore
 
-/// Bounds the bytes FFmpeg reads without delivering a packet.
+/// Bounds the bytes FFmpeg reads without delivering a packet, and passes
+/// on an interrupt (FFmpegInterruptFlag): FFmpeg takes one callback.
 ///
 /// Threads: owned by one input; FFmpeg calls the callback on the thread that
 /// called into it, which is the owner's. Not Sendable.
@@ -20,6 +21,8 @@ final class FFmpegReadGuard {
     static let defaultLimit: Int64 = 32 << 20
 
     let limit: Int64
+    /// Once set, FFmpeg stops at its next check whatever the count.
+    let interrupt: FFmpegInterruptFlag
     /// The I/O whose reads are counted; set once it is open.
     var io: UnsafeMutablePointer<AVIOContext>?
     /// `io.bytes_read` when the last packet came out (0 while opening).
@@ -27,8 +30,9 @@ final class FFmpegReadGuard {
     /// True once the callback stopped FFmpeg for reading past `limit`.
     private(set) var tripped = false
 
-    init(limit: Int64 = FFmpegReadGuard.defaultLimit) {
+    init(limit: Int64 = FFmpegReadGuard.defaultLimit, interrupt: FFmpegInterruptFlag = FFmpegInterruptFlag()) {
         self.limit = limit
+        self.interrupt = interrupt
     }
 
     /// A packet came out: the count starts again from here.
@@ -48,6 +52,7 @@ final class FFmpegReadGuard {
 
     /// Whether FFmpeg must stop now.
     fileprivate func shouldInterrupt() -> Bool {
+        if interrupt.isSet { return true }
         if bytesSincePacket > limit { tripped = true }
         return tripped
     }

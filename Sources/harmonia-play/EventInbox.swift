@@ -48,16 +48,21 @@ final class EventInbox: @unchecked Sendable {
         }
     }
 
-    /// Delivers SIGINT and SIGTERM here instead of killing the process.
+    /// Delivers SIGINT and SIGTERM here instead of killing the process;
+    /// `also` then runs on a global queue (after the item is posted), for
+    /// what must happen even while the taking thread is held up.
     /// Returns once the sources are registered: until then an ignored signal
     /// would be lost (libdispatch registers them asynchronously).
-    func catchTerminationSignals() {
+    func catchTerminationSignals(also: @escaping @Sendable (Int32) -> Void = { _ in }) {
         var sources: [DispatchSourceSignal] = []
         let registered = DispatchSemaphore(value: 0)
         for signo in [SIGINT, SIGTERM] {
             signal(signo, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: signo, queue: .global())
-            source.setEventHandler { [weak self] in self?.post(.signal(signo)) }
+            source.setEventHandler { [weak self] in
+                self?.post(.signal(signo))
+                also(signo)
+            }
             source.setRegistrationHandler { registered.signal() }
             source.resume()
             sources.append(source)

@@ -9,7 +9,9 @@ struct InfoCommand: ParsableCommand {
         commandName: "info",
         abstract: "Print the tags and stream facts of each input.",
         discussion: """
-            With --json, one JSON object per line per input: "url", every tag that is
+            A folder stands for its audio files and those of its subfolders, in natural
+            order (hidden files skipped), as with 'play'.
+            With --json, one JSON object per line per input: "url" (the exact name), every tag that is
             present (TagBundle names; the cover as "artworkBytes", its size) and the
             stream facts. A bad input is reported on stderr as
             'harmonia-play: PATH: CATEGORY: message'; the others still print.
@@ -25,7 +27,7 @@ struct InfoCommand: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Save the embedded cover (JPEG or PNG bytes as stored) to PATH; one input only.", valueName: "PATH"))
     var artwork: String?
 
-    @Argument(help: "Audio files or URLs.")
+    @Argument(help: "Audio files, URLs or folders.")
     var inputs: [String]
 
     func validate() throws {
@@ -37,8 +39,9 @@ struct InfoCommand: ParsableCommand {
 
     func run() throws {
         let tagReader = FFmpegTagReaderAdapter()
-        var failed = false
-        for input in inputs {
+        let expansion = InputExpander(cueSheets: CueSheetFileAdapter(), report: Console.report).expandFolders(inputs)
+        var failed = expansion.failures > 0
+        for input in expansion.tracks.map(\.url) {
             do {
                 let (tags, stream) = try tagReader.readWithStreamInfo(url: input)
                 let fields = Self.fields(url: input, tags: tags, stream: stream)
@@ -97,9 +100,9 @@ struct InfoCommand: ParsableCommand {
 
     /// A block a person reads.
     static func readable(url: String, tags: TagBundle, stream: StreamInfo) -> String {
-        var lines = [url]
+        var lines = [Console.oneLine(url)]
         func line(_ label: String, _ value: String?) {
-            if let value { lines.append("  " + (label + ":").padding(toLength: 14, withPad: " ", startingAt: 0) + value) }
+            if let value { lines.append("  " + (label + ":").padding(toLength: 14, withPad: " ", startingAt: 0) + Console.oneLine(value)) }
         }
         line("Title", tags.title); line("Artist", tags.artist); line("Album", tags.album)
         line("Album artist", tags.albumArtist); line("Composer", tags.composer); line("Genre", tags.genre)

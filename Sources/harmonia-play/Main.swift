@@ -1,6 +1,7 @@
 // harmonia-play: the headless player. Exit codes: 0 all inputs succeeded,
 // 1 some input failed, 2 usage error.
 import ArgumentParser
+import HarmoniaCore
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -37,7 +38,7 @@ struct HarmoniaPlay: ParsableCommand {
 enum Entry {
     static func main() {
         do {
-            var command = try HarmoniaPlay.parseAsRoot()
+            var command = try HarmoniaPlay.parseAsRoot(rawArguments)
             try command.run()
         } catch {
             let code = HarmoniaPlay.exitCode(for: error)
@@ -48,6 +49,15 @@ enum Entry {
                 exit(2)
             }
             HarmoniaPlay.exit(withError: error)
+        }
+    }
+
+    /// The arguments as given, in PathBytes' lossless form: a file name
+    /// holding bytes that are not UTF-8 (0xFF) still names that file.
+    /// (`CommandLine.arguments` repairs such bytes to U+FFFD.)
+    static var rawArguments: [String] {
+        (1..<Int(CommandLine.argc)).compactMap { i in
+            CommandLine.unsafeArgv[i].map { PathBytes.string(cString: $0) }
         }
     }
 }

@@ -16,9 +16,45 @@ enum Console {
         if let session = TerminalSession.active { session.printAbove(fd, text) } else { writeAll(fd, text) }
     }
 
-    /// Reports a failed input the way every subcommand does.
+    /// Reports a failed input the way every subcommand does, on one line
+    /// whatever the name holds (`oneLine`).
     static func report(_ path: String, _ error: CoreError) {
-        err("harmonia-play: \(path): \(error.category.rawValue): \(error.message)")
+        err("harmonia-play: \(oneLine(path)): \(error.category.rawValue): \(oneLine(error.message))")
+    }
+
+    /// `text` made safe for one line of a terminal or a log, as
+    /// specs/inputs.md §Inputs (Names) says: `\n`, `\r`, `\t`, other control characters (C0, DEL, C1) as
+    /// `\xNN` (C1 as their code point), a byte that is not UTF-8 (PathBytes'
+    /// escape) as `\xNN` of the byte, and `\` as `\\`. Other text unchanged.
+    static func oneLine(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: needsEscape) else { return text }
+        var escaped = ""
+        for scalar in text.unicodeScalars {
+            if let byte = PathBytes.byte(standingFor: scalar) {
+                escaped += hex(byte)
+            } else if needsEscape(scalar) {
+                switch scalar {
+                case "\n": escaped += "\\n"
+                case "\r": escaped += "\\r"
+                case "\t": escaped += "\\t"
+                case "\\": escaped += "\\\\"
+                default: escaped += hex(UInt8(scalar.value))
+                }
+            } else {
+                escaped.unicodeScalars.append(scalar)
+            }
+        }
+        return escaped
+    }
+
+    private static func needsEscape(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar == "\\"
+            || PathBytes.byte(standingFor: scalar) != nil
+    }
+
+    private static func hex(_ byte: UInt8) -> String {
+        let digits = Array("0123456789abcdef")
+        return "\\x" + String(digits[Int(byte >> 4)]) + String(digits[Int(byte & 15)])
     }
 
     /// Writes every byte of `text` to `fd` (retrying short writes and EINTR).

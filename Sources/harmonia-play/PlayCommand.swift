@@ -187,7 +187,8 @@ struct PlayCommand: ParsableCommand {
         let serviceLogger: any LoggerPort = logLevel <= .info
             ? SwiftLogLoggerAdapter(label: "harmonia", level: logLevel) : NoopLoggerAdapter()
         var factory = CoreFactory(output: factoryOutput, configuration: configuration, logger: serviceLogger)
-        factory.decoder = FFmpegDecoderAdapter(logger: SwiftLogLoggerAdapter(label: "harmonia.ffmpeg", level: logLevel))
+        let decoder = FFmpegDecoderAdapter(logger: SwiftLogLoggerAdapter(label: "harmonia.ffmpeg", level: logLevel))
+        factory.decoder = decoder
         let service = factory.makePlaybackService()
         if volume != 100 { service.setVolume(Float(volume / 100)) }
         if repeatMode != .off { service.setRepeatMode(repeatMode) }
@@ -213,6 +214,7 @@ struct PlayCommand: ParsableCommand {
             ? TerminalSession.start(service: service, actions: actions)
             : nil
         var player = QueuePlayer(service: service, quiet: quiet || json || control == .stdin, terminal: terminal)
+        player.interruptIO = { decoder.interruptAll() }
         if machine {
             // A client that went away is a failed write, not a fatal signal.
             signal(SIGPIPE, SIG_IGN)

@@ -1,4 +1,5 @@
 // Plays a queue to its end through a PlaybackService and reports as it goes.
+import Dispatch
 import HarmoniaCore
 #if canImport(Glibc)
 import Glibc
@@ -28,11 +29,29 @@ struct QueuePlayer {
     var control: ControlSession? = nil
     /// The status line and keys (interactive play on a terminal), or nil.
     var terminal: TerminalSession? = nil
+    /// Called on the first termination signal, from a signal thread: makes
+    /// the decoder's opens and reads in flight fail at once, so the main
+    /// loop gets to the signal, as specs/inputs.md §Signals says.
+    var interruptIO: @Sendable () -> Void = {}
+    /// How long the main loop has to end the process after a signal before
+    /// the process ends itself (a call FFmpeg cannot interrupt: a DNS lookup).
+    static let signalGrace = 0.5
 
     /// Plays `tracks` in order. Call once, on a fresh service.
     func run(_ tracks: [Track]) -> Outcome {
         let inbox = EventInbox()
-        inbox.catchTerminationSignals()
+        let interruptIO = self.interruptIO
+        let server = control?.server
+        inbox.catchTerminationSignals { signo in
+            interruptIO()
+            DispatchQueue.global().asyncAfter(deadline: .now() + Self.signalGrace) {
+                // Still running: held up where no flag reaches. End as the
+                // main loop would: terminal, socket file, 128 + signal.
+                Terminal.restore(newline: true)
+                server?.shutdown()
+                _exit(128 + signo)
+            }
+        }
         defer { terminal?.finish() }
         terminal?.startKeys { inbox.post(.key($0)) }
         // The observer runs on the service's threads, possibly under its lock:
@@ -41,7 +60,7 @@ struct QueuePlayer {
         do throws(CoreError) {
             try control?.open()
         } catch {
-            Console.err("harmonia-play: \(error.category.rawValue): \(error.message)")
+            Console.err("harmonia-play: \(error.category.rawValue): \(Console.oneLine(error.message))")
             return .finished(failures: 1)
         }
         defer { control?.shutdown() }
@@ -58,7 +77,7 @@ struct QueuePlayer {
             // An error state comes with its events (drained below); anything
             // else leaves no event behind, so it is reported here.
             if case .error = service.state {} else {
-                Console.err("harmonia-play: \(error.category.rawValue): \(error.message)")
+                Console.err("harmonia-play: \(error.category.rawValue): \(Console.oneLine(error.message))")
                 failures += 1
                 ended = !(control?.waitsForCommands ?? false)
             }
@@ -75,6 +94,7 @@ struct QueuePlayer {
             case .control(let message):
                 switch control?.handle(message) {
                 case .quit?:
+                    interruptIO()  // an open in flight ends now, not at its timeout
                     service.stop()
                     return .quit
                 case .inputClosed?:
@@ -95,7 +115,7 @@ struct QueuePlayer {
                     if let url {
                         Console.report(url, error)
                     } else {
-                        Console.err("harmonia-play: \(error.category.rawValue): \(error.message)")
+                        Console.err("harmonia-play: \(error.category.rawValue): \(Console.oneLine(error.message))")
                     }
                 case .trackStarted(let index, let track):
                     if !quiet {
@@ -123,8 +143,8 @@ struct QueuePlayer {
     /// `Playing 2/3: Title — Artist (3:25)`; the file name stands in for a
     /// missing title, and the length is left out when unknown.
     static func startedLine(index: Int, of count: Int, track: Track) -> String {
-        var line = "Playing \(index + 1)/\(count): " + (track.title ?? Self.fileName(track.url))
-        if let artist = track.artist { line += " — " + artist }
+        var line = "Playing \(index + 1)/\(count): " + Console.oneLine(track.title ?? Self.fileName(track.url))
+        if let artist = track.artist { line += " — " + Console.oneLine(artist) }
         if let duration = track.duration, duration.isFinite { line += " (\(Self.minutesSeconds(duration)))" }
         return line
     }

@@ -17,7 +17,7 @@ struct StderrLogHandler: LogHandler {
     }
 
     func log(event: LogEvent) {
-        Console.err("harmonia-play: \(event.level.rawValue): \(event.message)")
+        Console.err("harmonia-play: \(event.level.rawValue): \(Console.oneLine("\(event.message)"))")
     }
 
     /// Makes every swift-log logger of the process use this handler (once, at start).

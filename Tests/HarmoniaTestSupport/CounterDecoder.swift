@@ -21,10 +21,13 @@ public final class CounterDecoder: DecoderPort, @unchecked Sendable {
         public var stallAt: Int64?
         /// What `tags(_:)` gives: nil, as a decoder that reads no tags.
         public var tags: TagBundle?
+        /// `open` blocks until `release(url)` is called (a slow network open).
+        public var stallOpen: Bool
 
         public init(frames: Int64, sampleRate: Double = 44_100, channels: Int = 2, base: Float = 0,
                     openError: CoreError? = nil, failAt: Int64? = nil,
-                    readError: CoreError = .decodeError("corrupt packet"), stallAt: Int64? = nil, tags: TagBundle? = nil) {
+                    readError: CoreError = .decodeError("corrupt packet"), stallAt: Int64? = nil, tags: TagBundle? = nil,
+                    stallOpen: Bool = false) {
             self.frames = frames
             self.sampleRate = sampleRate
             self.channels = channels
@@ -34,6 +37,7 @@ public final class CounterDecoder: DecoderPort, @unchecked Sendable {
             self.readError = readError
             self.stallAt = stallAt
             self.tags = tags
+            self.stallOpen = stallOpen
         }
     }
 
@@ -70,7 +74,7 @@ public final class CounterDecoder: DecoderPort, @unchecked Sendable {
         }
     }
 
-    /// Blocks until a read is stalled on `url`.
+    /// Blocks until a read (or, with `stallOpen`, the open) is stalled on `url`.
     public func waitUntilStalled(_ url: String) {
         lock.withLock { while !stalled.contains(url) { lock.wait() } }
     }
@@ -79,6 +83,11 @@ public final class CounterDecoder: DecoderPort, @unchecked Sendable {
         try lock.withLock { () throws(CoreError) -> DecodeHandle in
             guard let source = sources[url] else { throw .notFound("\(url): no such file") }
             opens.append(url)
+            if source.stallOpen {
+                stalled.insert(url)
+                lock.broadcast()
+                while !released.contains(url) { lock.wait() }
+            }
             if let error = source.openError { throw error }
             let id = nextID
             nextID += 1

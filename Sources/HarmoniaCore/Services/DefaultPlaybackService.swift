@@ -13,7 +13,8 @@ import Glibc
 ///   send track, position and range events at the right moment;
 /// - the output's real-time thread, which this class never waits for;
 /// - callers on any thread. Control calls are serialised by `engine`, which
-///   the decode thread releases while it waits for a `read`. Reads of state,
+///   the decode thread releases while it waits for a `read`, and every
+///   caller while it opens a track (a slow network open blocks no one). Reads of state,
 ///   position, duration and queue take only `published`, never held across I/O.
 ///
 /// Lock order: `engine` before `published`; the output's own locks last.
@@ -57,6 +58,10 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
     private var generation: UInt64 = 0
     /// The track a `read` is in flight on (engine released), if any.
     private var readInFlight: OpenTrack?
+    /// Moved by every change that makes an open in flight (engine released)
+    /// stale: decoded audio invalidated, a queue edit, a stop or failure,
+    /// another open that succeeded. An open that finds it moved is dropped.
+    private var openEpoch: UInt64 = 0
     private var replayGain: ReplayGainSettings
     private var nextPositionTick: UInt64 = 0
     private var outputEvents: OutputEventInbox?
@@ -176,7 +181,9 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
             hub.emit(.queueChanged)
             let open: OpenTrack
             do throws(CoreError) {
-                open = try openTrack(track)
+                // nil: a call made while it opened superseded this load.
+                guard let opened = try openTrack(track) else { return }
+                open = opened
             } catch {
                 fail(with: error, url: url)
                 throw error
@@ -221,7 +228,10 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
 
     public func stop() {
         engine.withLock {
-            guard currentState != .stopped else { return }
+            guard currentState != .stopped else {
+                openEpoch &+= 1  // a jump or load opening from stopped is dropped
+                return
+            }
             endHeardTrack(reason: .stopped)
             stopLocked()
         }
@@ -428,9 +438,11 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
 
     /// Makes queue entry `index` current, keeping play or pause (stopped →
     /// paused). An entry that fails to open is reported and skipped, as in
-    /// playback; throws the last error when nothing after it opens.
+    /// playback; throws the last error when nothing after it opens. Opens
+    /// with the engine released: a call made meanwhile (stop, another jump)
+    /// supersedes this one, which then returns having changed nothing more;
+    /// a pause made meanwhile is kept.
     private func switchTo(_ index: Int) throws(CoreError) {
-        let playing = intent == .playing
         invalidateDecodedAudio()
         closeAllTracks()
         range = nil
@@ -442,7 +454,8 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
             let track = playbackQueue.tracks[entry]
             let open: OpenTrack
             do throws(CoreError) {
-                open = try openTrack(track)
+                guard let opened = try openTrack(track) else { return }
+                open = opened
             } catch {
                 hub.emit(.error(error, url: track.url))
                 lastError = error
@@ -451,7 +464,7 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
             }
             // An output failure is not the track's: no point trying the next.
             do throws(CoreError) {
-                try startFresh(with: open, playing: playing)
+                try startFresh(with: open, playing: intent == .playing)
             } catch {
                 fail(with: error, url: nil)
                 throw error
@@ -538,6 +551,7 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
     }
 
     private func stopOutputAndTimeline() {
+        openEpoch &+= 1  // an open in flight must not start anything now
         output.stop()
         outputStarted = false
         outputFormat = nil
@@ -567,6 +581,7 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
     /// longer follows is dropped (by re-seeking the heard track to where the
     /// listener is); a pre-opened next track that no longer follows is closed.
     private func queueEdited() {
+        openEpoch &+= 1
         publishQueue()
         hub.emit(.queueChanged)
         guard let heard = segments.first?.open else { return }
@@ -665,12 +680,16 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
         }
         if awaitingFormat != nil || endOfData || rangeEndReached { return wait }
         if current.exhausted {
+            // The next open may be slow (a network source): only the decode
+            // thread opens, with the engine released; a prefill stops here.
+            guard unlockForRead else { return wait }
             advance(after: current)
             return .again
         }
         let aheadLimit = Int64(clampingFrames: configuration.decodeAhead * current.info.sampleRate)
         if written - output.framesPlayed >= aheadLimit { return wait }
-        if unlockForRead { openNextEarly(after: current, aheadLimit: aheadLimit) }
+        // An open releases the engine: the next step looks at the state afresh.
+        if unlockForRead && openNextEarly(after: current, aheadLimit: aheadLimit) { return .again }
         decodeChunk(current, into: unlockForRead ? threadBuffer : controlBuffer, unlockForRead: unlockForRead)
         return .again
     }
@@ -752,21 +771,25 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
     }
 
     /// Opens the track after `current` once its end is within the decode-ahead
-    /// distance, so opening never delays the join.
-    private func openNextEarly(after current: OpenTrack, aheadLimit: Int64) {
+    /// distance, so opening never delays the join. Decode thread only: the
+    /// open releases the engine. Returns whether it tried to open.
+    private func openNextEarly(after current: OpenTrack, aheadLimit: Int64) -> Bool {
         guard preopened == nil, let end = current.endFrame ?? current.info.totalFrames,
               end - current.nextFrame <= aheadLimit,
-              let next = expectedNext(after: current) else { return }
+              let next = expectedNext(after: current) else { return false }
         do {
-            preopened = (next.id, .success(try openTrack(next)))
+            if let opened = try openTrack(next) { preopened = (next.id, .success(opened)) }
         } catch {
             preopened = (next.id, .failure(error))
         }
+        return true
     }
 
     /// The decoder finished `current`: go on with the queue. A next track of
     /// the same format continues the same output stream (gapless); another
-    /// format waits for the listener to reach the boundary.
+    /// format waits for the listener to reach the boundary. Decode thread
+    /// only: an open releases the engine, and a superseded one ends this
+    /// call (the next step looks again).
     private func advance(after current: OpenTrack) {
         guard var candidate = playbackQueue.index(of: current.track.id)
                 .flatMap({ playbackQueue.following($0, automatic: true) }) else {
@@ -782,7 +805,12 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
                 result = preopened.result
                 self.preopened = nil
             } else {
-                do { result = .success(try openTrack(track)) } catch { result = .failure(error) }
+                do {
+                    guard let opened = try openTrack(track) else { return }
+                    result = .success(opened)
+                } catch {
+                    result = .failure(error)
+                }
             }
             switch result {
             case .success(let next):
@@ -888,9 +916,46 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
 
     // MARK: - Tracks and sessions
 
-    /// Opens `track`'s file, reads its tags (local files), seeks to its start.
-    private func openTrack(_ track: Track) throws(CoreError) -> OpenTrack {
-        let handle = try decoder.open(url: track.url)
+    /// Opens `track`'s file, reads its tags (local files), seeks to its
+    /// start. That I/O runs with the engine released, so control calls are
+    /// answered through a slow open (specs/services.md §Threads explains).
+    /// Returns nil when `openEpoch` moved meanwhile (the handle is closed,
+    /// an error dropped).
+    /// Engine held on entry and return; the caller must expect any engine
+    /// state to have changed.
+    private func openTrack(_ track: Track) throws(CoreError) -> OpenTrack? {
+        let epoch = openEpoch
+        let result = engine.withLockReleased { prepareTrack(track) }
+        guard openEpoch == epoch else {
+            if case .success(let prepared) = result { decoder.close(prepared.handle) }
+            return nil
+        }
+        let prepared = try result.get()
+        openEpoch &+= 1
+        playbackQueue.update(prepared.track)
+        publishQueue()
+        return OpenTrack(track: prepared.track, handle: prepared.handle, info: prepared.info, tags: prepared.tags,
+                         startFrame: prepared.start, endFrame: prepared.end, gain: replayGain.linearGain(for: prepared.tags))
+    }
+
+    private struct PreparedTrack {
+        var track: Track
+        var handle: DecodeHandle
+        var info: StreamInfo
+        var tags: TagBundle?
+        var start: Int64
+        var end: Int64?
+    }
+
+    /// The I/O of `openTrack`: touches no engine state (any thread, engine
+    /// held or not).
+    private func prepareTrack(_ track: Track) -> Result<PreparedTrack, CoreError> {
+        let handle: DecodeHandle
+        do throws(CoreError) {
+            handle = try decoder.open(url: track.url)
+        } catch {
+            return .failure(error)
+        }
         do {
             let info = try decoder.info(handle)
             // The decoder's own tags when it has them (one open per track);
@@ -915,16 +980,13 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
                 filled.duration = max(0, min(track.end ?? fileDuration, fileDuration) - (track.start ?? 0))
             }
             if start > 0 { try decoder.seek(handle, toFrame: start) }
-            playbackQueue.update(filled)
-            publishQueue()
-            return OpenTrack(track: filled, handle: handle, info: info, tags: tags, startFrame: start,
-                             endFrame: end, gain: replayGain.linearGain(for: tags))
+            return .success(PreparedTrack(track: filled, handle: handle, info: info, tags: tags, start: start, end: end))
         } catch let error as CoreError {
             decoder.close(handle)
-            throw error
+            return .failure(error)
         } catch {
             decoder.close(handle)
-            throw .decodeError("\(track.url): \(error)")
+            return .failure(.decodeError("\(track.url): \(error)"))
         }
     }
 
@@ -958,6 +1020,7 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
     /// Drops everything decoded but not yet heard, and any read in flight.
     private func invalidateDecodedAudio() {
         generation &+= 1
+        openEpoch &+= 1
         pending = nil
     }
 

@@ -16,10 +16,10 @@ public enum TextFile {
     /// The text of `path`; `what` names the kind of file in messages ("a CUE
     /// sheet"). With `utf8Only`, bytes that are not UTF-8 are a `decodeError`.
     /// - Throws: `notFound`, `ioError` (permission, read failure),
-    ///   `unsupported` (a directory, not a regular file, over `maxBytes`), `decodeError` (not UTF-8 when required).
+    ///   `unsupported` (a directory, FIFO, device or socket, over `maxBytes`), `decodeError` (not UTF-8 when required).
     public static func read(_ path: String, what: String, utf8Only: Bool = false) throws(CoreError) -> String {
         var info = stat()
-        if stat(path, &info) != 0 {
+        if PathBytes.withCString(path, { stat($0, &info) }) != 0 {
             let code = errno
             switch code {
             case ENOENT, ENOTDIR: throw .notFound("\(path): no such file or directory; check the path")
@@ -27,10 +27,14 @@ public enum TextFile {
             default: throw .ioError("\(path): \(String(cString: strerror(code)))")
             }
         }
-        if info.st_mode & S_IFMT == S_IFDIR { throw .unsupported("\(path): a directory, not \(what)") }
-        // A FIFO or a device could block or never end; a huge file is not a
-        // playlist — specs/hardening.md §Bounds.
-        guard info.st_mode & S_IFMT == S_IFREG else { throw .unsupported("\(path): not a regular file, so not \(what)") }
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: break
+        case S_IFDIR: throw .unsupported("\(path): is a directory, not \(what)")
+        // Reading a FIFO without a writer would block (specs/inputs.md §Inputs (Special files)).
+        case S_IFIFO: throw .unsupported("\(path): is a FIFO (named pipe), not \(what); give a regular file")
+        default: throw .unsupported("\(path): is a device or socket, not \(what); give a regular file")
+        }
+        // A huge file is not a playlist — specs/hardening.md §Bounds.
         guard info.st_size <= maxBytes else {
             throw .unsupported("\(path): \(info.st_size) bytes is too large for \(what) (at most \(maxBytes >> 20) MiB)")
         }

@@ -46,6 +46,20 @@ struct InputExpander {
         return result
     }
 
+    /// Folders expanded as `expand` does; everything else (playlists too)
+    /// kept as one track (`info`).
+    func expandFolders(_ inputs: [String]) -> Expansion {
+        var result = Expansion()
+        for input in inputs {
+            if Self.kind(of: input) == .folder {
+                expandFolder(input, path: Self.localPath(input)!, into: &result)
+            } else {
+                result.tracks.append(Track(url: input))
+            }
+        }
+        return result
+    }
+
     /// `http` for `http://host/x`; nil for a path.
     static func scheme(of text: String) -> String? {
         guard let colon = text.range(of: "://"), colon.lowerBound > text.startIndex else { return nil }
@@ -74,7 +88,7 @@ struct InputExpander {
 
     private static func isFolder(_ path: String) -> Bool {
         var info = stat()
-        return stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR
+        return PathBytes.withCString(path) { stat($0, &info) } == 0 && info.st_mode & S_IFMT == S_IFDIR
     }
 
     private func expand(_ input: String, title: String?, artist: String?, depth: Int, into result: inout Expansion) {
@@ -89,14 +103,7 @@ struct InputExpander {
         }
         let path = Self.localPath(input)!
         if kind == .folder {
-            var files: [String] = []
-            var visited = Set<String>()
-            guard scan(path, into: &files, visited: &visited, result: &result) else { return }
-            if files.isEmpty {
-                let kinds = Self.audioExtensions.sorted().joined(separator: " ")
-                fail(input, .notFound("\(path): no audio files in this folder or below (\(kinds))"), &result)
-            }
-            result.tracks += files.map { Track(url: $0) }
+            expandFolder(input, path: path, into: &result)
             return
         }
         do throws(CoreError) {
@@ -118,6 +125,18 @@ struct InputExpander {
         }
     }
 
+    /// The audio files under the folder `path`, or a `notFound` report when there are none.
+    private func expandFolder(_ input: String, path: String, into result: inout Expansion) {
+        var files: [String] = []
+        var visited = Set<[UInt8]>()
+        guard scan(path, into: &files, visited: &visited, result: &result) else { return }
+        if files.isEmpty {
+            let kinds = Self.audioExtensions.sorted().joined(separator: " ")
+            fail(input, .notFound("\(path): no audio files in this folder or below (\(kinds))"), &result)
+        }
+        result.tracks += files.map { Track(url: $0) }
+    }
+
     /// A playlist's entries; a CUE sheet's are ranged tracks of its file.
     private func playlistEntries(_ path: String) throws(CoreError) -> [(entry: PlaylistEntry, ranged: Track?)] {
         switch (path as NSString).pathExtension.lowercased() {
@@ -137,16 +156,20 @@ struct InputExpander {
     /// twice through links is read once. Returns false when `folder` itself
     /// cannot be read (reported); an unreadable subfolder is reported and skipped.
     @discardableResult
-    private func scan(_ folder: String, into files: inout [String], visited: inout Set<String>,
+    private func scan(_ folder: String, into files: inout [String], visited: inout Set<[UInt8]>,
                       result: inout Expansion) -> Bool {
-        let real = URL(fileURLWithPath: folder).resolvingSymlinksInPath().path
+        let real = PathBytes.withCString(folder) { path -> [UInt8] in
+            guard let resolved = realpath(path, nil) else { return PathBytes.bytes(folder) }
+            defer { free(resolved) }
+            return PathBytes.bytes(PathBytes.string(cString: resolved))
+        }
         guard visited.insert(real).inserted else { return true }
-        guard access(folder, R_OK | X_OK) == 0 else {
+        guard PathBytes.withCString(folder, { access($0, R_OK | X_OK) }) == 0 else {
             let reason = String(cString: strerror(errno))
             fail(folder, .ioError("\(folder): the folder cannot be read (\(reason)); check its permissions"), &result)
             return false
         }
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else {
+        guard let names = Self.entries(of: folder) else {
             fail(folder, .ioError("\(folder): the folder cannot be read"), &result)
             return false
         }
@@ -159,6 +182,21 @@ struct InputExpander {
             }
         }
         return true
+    }
+
+    /// The names in `folder` (without `.` and `..`) in PathBytes' lossless
+    /// form, so a name that is not UTF-8 is kept; nil when it cannot be opened.
+    private static func entries(of folder: String) -> [String]? {
+        guard let directory = PathBytes.withCString(folder, { opendir($0) }) else { return nil }
+        defer { closedir(directory) }
+        var names: [String] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafePointer(to: &entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: 256) { PathBytes.string(cString: $0) }
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
     }
 
     private func fail(_ input: String, _ error: CoreError, _ result: inout Expansion) {
