@@ -93,8 +93,10 @@ final class FFmpegDecodeSession {
 
     // MARK: Open
 
-    init(url: String, logger: any LoggerPort, networkTimeout: Double = FFmpegDecoderAdapter.defaultNetworkTimeout) throws(CoreError) {
-        let input = try FFmpegInput(url: url, networkTimeout: networkTimeout)
+    /// - Parameter memory: bytes to decode instead of opening `url` (see `FFmpegInput`).
+    init(url: String, logger: any LoggerPort, networkTimeout: Double = FFmpegDecoderAdapter.defaultNetworkTimeout,
+         memory: FFmpegMemorySource? = nil) throws(CoreError) {
+        let input = try FFmpegInput(url: url, networkTimeout: networkTimeout, memory: memory)
         self.input = input
         self.logger = logger
         let parameters = input.parameters.pointee

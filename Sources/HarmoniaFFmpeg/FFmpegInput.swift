@@ -16,6 +16,9 @@ final class FFmpegInput {
     /// Custom I/O: opened by us, closed by us (avformat_close_input leaves it).
     private var io: UnsafeMutablePointer<AVIOContext>?
     private(set) var streamIndex: Int32 = -1
+    /// Bytes in memory read instead of `url` (the fuzz targets); it owns its
+    /// AVIOContext, so `io` stays nil for it.
+    private let memory: FFmpegMemorySource?
 
     var stream: UnsafeMutablePointer<AVStream> { format!.pointee.streams[Int(streamIndex)]! }
     var parameters: UnsafeMutablePointer<AVCodecParameters> { stream.pointee.codecpar }
@@ -25,10 +28,14 @@ final class FFmpegInput {
     /// - Throws: CoreError as in specs/ports.md §open(url:).
     /// - Parameter networkTimeout: seconds a network source may send nothing
     ///   before a read fails with `ioError`.
-    init(url: String, networkTimeout: Double = FFmpegDecoderAdapter.defaultNetworkTimeout) throws(CoreError) {
+    ///   - memory: when given, its bytes are the source and `url` only names
+    ///     them in messages.
+    init(url: String, networkTimeout: Double = FFmpegDecoderAdapter.defaultNetworkTimeout,
+         memory: FFmpegMemorySource? = nil) throws(CoreError) {
         _ = quietFFmpegLogging
         guard !url.isEmpty else { throw .invalidArgument("url is empty: give a file path or an http(s) URL") }
         self.url = url
+        self.memory = memory
         let location = Self.ffmpegLocation(of: url)
 
         // 1. Open the byte stream: missing files, permissions, network.
@@ -40,12 +47,17 @@ final class FFmpegInput {
             av_dict_set(&options, "reconnect", "1", 0)
         }
         var io: UnsafeMutablePointer<AVIOContext>? = nil
-        do {
-            try check(avio_open2(&io, location, AVIO_FLAG_READ, nil, &options), "avio_open2")
-        } catch {
-            throw error.coreError(url: url, while: "opening")
+        if let memory {
+            guard let context = memory.context else { throw .ioError("\(url): out of memory allocating the input") }
+            io = context
+        } else {
+            do {
+                try check(avio_open2(&io, location, AVIO_FLAG_READ, nil, &options), "avio_open2")
+            } catch {
+                throw error.coreError(url: url, while: "opening")
+            }
+            self.io = io
         }
-        self.io = io
         if let io, avio_size(io) == 0 {
             avio_closep(&self.io)
             throw .unsupported("\(url): the file is empty (0 bytes); it is not an audio file")
@@ -112,6 +124,7 @@ final class FFmpegInput {
     func close() {
         if format != nil { avformat_close_input(&format) }
         if io != nil { avio_closep(&io) }
+        memory?.release()
     }
 
     /// The container's short name (`"flac"`, `"mov,mp4,m4a,3gp,3g2,mj2"`, …).

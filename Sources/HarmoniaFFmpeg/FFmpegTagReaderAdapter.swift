@@ -29,6 +29,20 @@ public struct FFmpegTagReaderAdapter: TagReaderPort {
         return (Self.tags(of: session), session.info)
     }
 
+    /// `readWithStreamInfo(url:)` over `bytes` in memory (a custom
+    /// AVIOContext); `name` stands for the file in messages. For the fuzz targets.
+    package func readWithStreamInfo(bytes: [UInt8], name: String) throws(CoreError) -> (tags: TagBundle, stream: StreamInfo) {
+        let session = try FFmpegDecodeSession(url: name, logger: NoopLoggerAdapter(), memory: FFmpegMemorySource(bytes: bytes))
+        defer { session.close() }
+        return (Self.tags(of: session), session.info)
+    }
+
+    /// TagBundle fields from metadata entries (key, value) in file order, as
+    /// `read(url:)` maps a file's metadata. For the fuzz targets.
+    package static func tags(fromMetadata entries: [(key: String, value: String)]) -> TagBundle {
+        tags(from: MetadataLookup(entries))
+    }
+
     /// The tags of an open session: what `read(url:)` returns, without
     /// opening anything (`FFmpegDecoderAdapter.tags(_:)` serves them too).
     static func tags(of session: FFmpegDecodeSession) -> TagBundle {
@@ -72,7 +86,8 @@ public struct FFmpegTagReaderAdapter: TagReaderPort {
         let disc = m["disc", "discnumber"].map(Self.numberAndTotal)
         tags.discNumber = disc?.number
         tags.discTotal = disc?.total ?? m["disctotal", "totaldiscs"].flatMap(Self.integer)
-        tags.bpm = m["tbpm", "bpm", "tmpo"].flatMap(Self.decimal).map { Int($0.rounded()) }
+        // Int(exactly:): nil for a text such as "inf", "nan" or "8e88" (fuzz finding), not a trap.
+        tags.bpm = m["tbpm", "bpm", "tmpo"].flatMap(Self.decimal).flatMap { Int(exactly: $0.rounded()) }
 
         tags.replayGainTrack = m["replaygain_track_gain"].flatMap(Self.decibels)
         tags.replayGainAlbum = m["replaygain_album_gain"].flatMap(Self.decibels)
