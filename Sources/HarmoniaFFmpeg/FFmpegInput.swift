@@ -28,8 +28,8 @@ final class FFmpegInput {
     /// - Throws: CoreError as in specs/ports.md §open(url:).
     /// - Parameter networkTimeout: seconds a network source may send nothing
     ///   before a read fails with `ioError`.
-    ///   - memory: when given, its bytes are the source and `url` only names
-    ///     them in messages.
+    /// - Parameter memory: when given, its bytes are the source and `url`
+    ///   only names them in messages.
     init(url: String, networkTimeout: Double = FFmpegDecoderAdapter.defaultNetworkTimeout,
          memory: FFmpegMemorySource? = nil) throws(CoreError) {
         _ = quietFFmpegLogging
