@@ -16,7 +16,7 @@ PULSE_DIR ?= /tmp/harmonia-pulse-$(shell id -u)-$(shell printf '%s' "$(CURDIR)" 
 WITH_PULSE = bash Tests/pulse-test-server.sh start $(PULSE_DIR) && status=0; \
 	HARMONIA_PULSE_DIR=$(PULSE_DIR)
 
-.PHONY: all deps swift build release demo test test-unit test-hostile test-asan test-tsan vectors bench clean
+.PHONY: all deps swift build release demo test test-unit test-hostile test-asan test-tsan vectors fuzz bench clean
 
 all: build
 
@@ -103,6 +103,16 @@ test-tsan: deps swift
 vectors: build
 	@$(SWIFT) run --skip-build harmonia-play vectors specs/vectors/*.json
 
+# Fuzzing (Tests/Fuzz/fuzz.sh, specs/testing.md): builds harmonia-play for
+# libFuzzer with AddressSanitizer into .build-fuzz and runs each target
+# (decode, tags, metadata, playlist, control; FUZZ_TARGETS to choose) for FUZZ_SECONDS.
+# The corpus grows in .build-fuzz/work between runs; a crash is minimised and
+# kept in Tests/Fixtures/fuzz/TARGET/ (replayed by make test), and make fails.
+FUZZ_SECONDS ?= 180
+FUZZ_TARGETS ?=
+fuzz: deps swift
+	FUZZ_SECONDS=$(FUZZ_SECONDS) SWIFT="$(SWIFT)" bash Tests/Fuzz/fuzz.sh run $(FUZZ_TARGETS)
+
 # Benchmarks (benchmarks/, issue 6): installs the peers and tools every part
 # uses, builds release, starts a private PulseAudio server of its own (a
 # separate folder from the tests'), runs each benchmarks/run-PART.sh that
@@ -137,4 +147,4 @@ bench: build
 	if [ -n "$$failed" ]; then echo "make bench: failed:$$failed (see benchmarks/RESULTS.md)" >&2; exit 1; fi
 
 clean:
-	rm -rf .build .build-asan .build-tsan
+	rm -rf .build .build-asan .build-tsan .build-fuzz

@@ -33,6 +33,11 @@ let package = Package(
             pkgConfig: "libpulse",
             providers: [.apt(["libpulse-dev"])]
         ),
+        // libFuzzer's driver entry point, declared only: linked by the fuzz build (Tests/Fuzz/fuzz.sh).
+        .systemLibrary(
+            name: "CLibFuzzer",
+            path: "CShims/CLibFuzzer"
+        ),
 
         // MARK: The core: platform-neutral
         .target(
@@ -64,6 +69,7 @@ let package = Package(
                 "HarmoniaFFmpeg",
                 "HarmoniaLinux",
                 "HarmoniaPulseAudio",
+                "CLibFuzzer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

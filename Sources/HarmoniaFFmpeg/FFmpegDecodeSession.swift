@@ -93,9 +93,10 @@ final class FFmpegDecodeSession {
 
     // MARK: Open
 
+    /// - Parameter memory: bytes to decode instead of opening `url` (see `FFmpegInput`).
     init(url: String, logger: any LoggerPort, networkTimeout: Double = FFmpegDecoderAdapter.defaultNetworkTimeout,
-         interrupt: FFmpegInterruptFlag = FFmpegInterruptFlag()) throws(CoreError) {
-        let input = try FFmpegInput(url: url, networkTimeout: networkTimeout, interrupt: interrupt)
+         interrupt: FFmpegInterruptFlag = FFmpegInterruptFlag(), memory: FFmpegMemorySource? = nil) throws(CoreError) {
+        let input = try FFmpegInput(url: url, networkTimeout: networkTimeout, interrupt: interrupt, memory: memory)
         self.input = input
         self.logger = logger
         let parameters = input.parameters.pointee

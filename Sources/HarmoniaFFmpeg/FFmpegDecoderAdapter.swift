@@ -39,6 +39,17 @@ public final class FFmpegDecoderAdapter: DecoderPort {
             if interrupt.isSet { throw Self.interrupted(url) }
             throw error
         }
+        return register(session)
+    }
+
+    /// Opens `bytes` as `open(url:)` opens a file, through a custom AVIOContext;
+    /// `name` stands for the file in messages. For the fuzz targets.
+    /// - Throws: as `open(url:)`.
+    package func open(bytes: [UInt8], name: String) throws(CoreError) -> DecodeHandle {
+        register(try FFmpegDecodeSession(url: name, logger: logger, memory: FFmpegMemorySource(bytes: bytes)))
+    }
+
+    private func register(_ session: FFmpegDecodeSession) -> DecodeHandle {
         let handle = DecodeHandle(id: nextID.add(1, ordering: .relaxed).oldValue)
         sessions.withLock { $0[handle] = LockedSession(session) }
         return handle

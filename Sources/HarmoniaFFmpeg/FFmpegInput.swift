@@ -20,6 +20,9 @@ final class FFmpegInput {
     /// §Bounds) and carries the interrupt flag; outlives `format` and `io`,
     /// which call into it.
     let readGuard: FFmpegReadGuard
+    /// Bytes in memory read instead of `url` (the fuzz targets); it owns its
+    /// AVIOContext, so `io` stays nil for it.
+    private let memory: FFmpegMemorySource?
 
     var stream: UnsafeMutablePointer<AVStream> { format!.pointee.streams[Int(streamIndex)]! }
     var parameters: UnsafeMutablePointer<AVCodecParameters> { stream.pointee.codecpar }
@@ -31,15 +34,19 @@ final class FFmpegInput {
     ///   before a read fails with `ioError`.
     /// - Parameter interrupt: once set, the open and every later read fail
     ///   at FFmpeg's next check (specs/ports.md §DecoderPort (Interrupting I/O)).
+    /// - Parameter memory: when given, its bytes are the source and `url`
+    ///   only names them in messages.
     init(url: String, networkTimeout: Double = FFmpegDecoderAdapter.defaultNetworkTimeout,
-         interrupt: FFmpegInterruptFlag = FFmpegInterruptFlag()) throws(CoreError) {
+         interrupt: FFmpegInterruptFlag = FFmpegInterruptFlag(),
+         memory: FFmpegMemorySource? = nil) throws(CoreError) {
         _ = ffmpegProcessSettings
         guard !url.isEmpty else { throw .invalidArgument("url is empty: give a file path or an http(s) URL") }
         self.url = url
         self.readGuard = FFmpegReadGuard(interrupt: interrupt)
+        self.memory = memory
         let location = Self.ffmpegLocation(of: url)
         // --- special files and byte names (specs/inputs.md §Inputs (Special files, Names)) ---
-        if url.hasPrefix("file://") || !url.contains("://") {
+        if memory == nil, url.hasPrefix("file://") || !url.contains("://") {
             try LocalFileCheck.requireRegularFile(location, url: url)
         }
         var interruptCallback = readGuard.interruptCallback
@@ -54,13 +61,18 @@ final class FFmpegInput {
             av_dict_set(&options, "reconnect", "1", 0)
         }
         var io: UnsafeMutablePointer<AVIOContext>? = nil
-        do {
-            // The name's exact bytes (PathBytes), and the guard's interrupt callback.
-            try check(PathBytes.withCString(location) { avio_open2(&io, $0, AVIO_FLAG_READ, &interruptCallback, &options) }, "avio_open2")
-        } catch {
-            throw error.coreError(url: url, while: "opening")
+        if let memory {
+            guard let context = memory.context else { throw .ioError("\(url): out of memory allocating the input") }
+            io = context
+        } else {
+            do {
+                // The name's exact bytes (PathBytes), and the guard's interrupt callback.
+                try check(PathBytes.withCString(location) { avio_open2(&io, $0, AVIO_FLAG_READ, &interruptCallback, &options) }, "avio_open2")
+            } catch {
+                throw error.coreError(url: url, while: "opening")
+            }
+            self.io = io
         }
-        self.io = io
         readGuard.io = io
         if let io, avio_size(io) == 0 {
             avio_closep(&self.io)
@@ -153,6 +165,7 @@ final class FFmpegInput {
     func close() {
         if format != nil { avformat_close_input(&format) }
         if io != nil { avio_closep(&io) }
+        memory?.release()
     }
 
     /// The container's short name (`"flac"`, `"mov,mp4,m4a,3gp,3g2,mj2"`, …).

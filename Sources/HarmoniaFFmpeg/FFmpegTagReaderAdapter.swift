@@ -29,6 +29,20 @@ public struct FFmpegTagReaderAdapter: TagReaderPort {
         return (Self.tags(of: session), session.info)
     }
 
+    /// `readWithStreamInfo(url:)` over `bytes` in memory (a custom
+    /// AVIOContext); `name` stands for the file in messages. For the fuzz targets.
+    package func readWithStreamInfo(bytes: [UInt8], name: String) throws(CoreError) -> (tags: TagBundle, stream: StreamInfo) {
+        let session = try FFmpegDecodeSession(url: name, logger: NoopLoggerAdapter(), memory: FFmpegMemorySource(bytes: bytes))
+        defer { session.close() }
+        return (Self.tags(of: session), session.info)
+    }
+
+    /// TagBundle fields from metadata entries (key, value) in file order, as
+    /// `read(url:)` maps a file's metadata. For the fuzz targets.
+    package static func tags(fromMetadata entries: [(key: String, value: String)]) -> TagBundle {
+        tags(from: MetadataLookup(entries))
+    }
+
     /// The tags of an open session: what `read(url:)` returns, without
     /// opening anything (`FFmpegDecoderAdapter.tags(_:)` serves them too).
     static func tags(of session: FFmpegDecodeSession) -> TagBundle {

@@ -37,6 +37,9 @@ struct HarmoniaPlay: ParsableCommand {
 @main
 enum Entry {
     static func main() {
+        #if FUZZING
+        if true { FuzzDriver.run() }  // the fuzz build is a libFuzzer binary (Fuzzing/FuzzDriver.swift)
+        #endif
         do {
             var command = try HarmoniaPlay.parseAsRoot(rawArguments)
             try command.run()

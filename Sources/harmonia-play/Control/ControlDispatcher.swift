@@ -7,7 +7,8 @@ import HarmoniaFFmpeg
 final class ControlDispatcher {
     let service: DefaultPlaybackService
     let actions: PlayerActions
-    private let tagReader: FFmpegTagReaderAdapter
+    /// Reads a file's tags and stream facts for `info`.
+    private let readInfo: (String) throws(CoreError) -> (tags: TagBundle, stream: StreamInfo)
 
     /// What a line led to: the reply to send, and whether the player must quit.
     struct Outcome {
@@ -21,10 +22,14 @@ final class ControlDispatcher {
         "info", "quit",
     ]
 
-    init(service: DefaultPlaybackService, actions: PlayerActions, tagReader: FFmpegTagReaderAdapter = FFmpegTagReaderAdapter()) {
+    /// - Parameter readInfo: what `info` reads a file with: FFmpeg's tag reader;
+    ///   the fuzz target gives one that opens nothing.
+    init(service: DefaultPlaybackService, actions: PlayerActions,
+         readInfo: @escaping (String) throws(CoreError) -> (tags: TagBundle, stream: StreamInfo)
+             = FFmpegTagReaderAdapter().readWithStreamInfo(url:)) {
         self.service = service
         self.actions = actions
-        self.tagReader = tagReader
+        self.readInfo = readInfo
     }
 
     /// Handles one request line: exactly one reply, whatever the line holds.
@@ -159,7 +164,7 @@ final class ControlDispatcher {
             } else {
                 throw CoreError.invalidState(("info: no 'uri' given and no current track"))
             }
-            let (tags, stream) = try tagReader.readWithStreamInfo(url: url)
+            let (tags, stream) = try readInfo(url)
             return .object(InfoCommand.fields(url: url, tags: tags, stream: stream))
         case "quit":
             return .null
