@@ -28,6 +28,8 @@ struct QueuePlayer {
     var control: ControlSession? = nil
     /// The status line and keys (interactive play on a terminal), or nil.
     var terminal: TerminalSession? = nil
+    /// MPRIS on the session bus (specs/mpris.md §harmonia-play), or nil.
+    var desktop: DesktopSession? = nil
 
     /// Plays `tracks` in order. Call once, on a fresh service.
     func run(_ tracks: [Track]) -> Outcome {
@@ -38,6 +40,8 @@ struct QueuePlayer {
         // The observer runs on the service's threads, possibly under its lock:
         // it only hands the event over.
         service.observe { inbox.post(.event($0)) }
+        desktop?.start(inbox: inbox)
+        defer { desktop?.shutdown() }
         do throws(CoreError) {
             try control?.open()
         } catch {
@@ -104,11 +108,16 @@ struct QueuePlayer {
                         Console.out(Self.startedLine(index: index, of: count, track: track))
                     }
                 case .stateChanged(.stopped), .stateChanged(.error):
-                    ended = !(control?.waitsForCommands ?? false)
+                    // A Stop from the desktop keeps the player, for its Play or Quit.
+                    let desktopStop = event == .stateChanged(.stopped) && desktop?.takeStopRequest() == true
+                    ended = !(control?.waitsForCommands ?? false) && !desktopStop
                 default:
                     break
                 }
                 terminal?.show(event)
+            case .quit:
+                service.stop()
+                return .quit
             case .key(let key):
                 // q ends the queue as if it had played out.
                 if terminal?.perform(key) == .quit {
