@@ -1,4 +1,4 @@
-// The D-Bus values MPRIS needs, in Swift — specs/mpris.md §Wire types
+// The D-Bus values MPRIS needs, in Swift — specs/mpris.md §Types
 //
 // Pure Swift: DBusCalls.swift turns these into libdbus appends and back.
 

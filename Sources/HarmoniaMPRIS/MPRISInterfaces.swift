@@ -1,5 +1,5 @@
 // Names, constant properties and introspection data of the MPRIS object
-// — specs/mpris.md §Bus name and object (Root properties)
+// — specs/mpris.md §Names (Root properties)
 
 /// The fixed names of MPRIS 2 and the D-Bus interfaces it rides on.
 enum MPRISNames {

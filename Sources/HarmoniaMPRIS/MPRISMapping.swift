@@ -1,5 +1,5 @@
-// Our states, tracks and modes as MPRIS properties — specs/mpris.md §Mapping
-// (Player properties, Metadata)
+// Our states, tracks and modes as MPRIS properties:
+// specs/mpris.md §Mapping (Player properties, Metadata)
 //
 // Pure values: no bus, no service. MPRISPlayerAdapter fills `MPRISFacts`
 // from the playback service and publishes what these functions return.
@@ -56,7 +56,7 @@ struct MPRISPlayerProperties: Equatable, Sendable {
     }
 }
 
-/// The mapping functions (specs/mpris.md §Mapping).
+/// The mapping functions: specs/mpris.md §Mapping.
 enum MPRISMapping {
     /// Object path of a track id when there is no current track.
     static let noTrack = "/org/mpris/MediaPlayer2/TrackList/NoTrack"

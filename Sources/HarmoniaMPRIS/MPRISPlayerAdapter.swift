@@ -1,5 +1,5 @@
-// MPRIS 2 on the D-Bus session bus: a driving adapter — specs/mpris.md §Threads
-// (Bus name and object, Signals)
+// MPRIS 2 on the D-Bus session bus, a driving adapter:
+// specs/mpris.md §Threads (Names, Signals)
 import Foundation
 import HarmoniaCore
 #if canImport(Glibc)

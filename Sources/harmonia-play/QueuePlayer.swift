@@ -28,7 +28,7 @@ struct QueuePlayer {
     var control: ControlSession? = nil
     /// The status line and keys (interactive play on a terminal), or nil.
     var terminal: TerminalSession? = nil
-    /// MPRIS on the session bus (specs/mpris.md §harmonia-play), or nil.
+    /// MPRIS on the session bus, or nil: specs/mpris.md §harmonia-play.
     var desktop: DesktopSession? = nil
 
     /// Plays `tracks` in order. Call once, on a fresh service.
