@@ -178,9 +178,11 @@ public final class MPRISPlayerAdapter: @unchecked Sendable {
         let covers = options.coverFolder.map(CoverArtCache.init)
         let object = MPRISObject(service: service, commands: commands, identity: options.identity,
                                  metadataSource: MPRISMetadataSource(tagReader: tagReader, covers: covers))
+        // What happened before is in the baseline; what happens from here on
+        // is compared with it (cleared first, so nothing falls in between).
+        lock.withLock { pending = Pending(stopRequested: pending.stopRequested) }
         var published = object.playerProperties()
         var currentID = service.currentTrack?.id
-        lock.withLock { pending = Pending(stopRequested: pending.stopRequested) }
 
         while connection.isConnected {
             guard waitForWork(connection) else { break }

@@ -216,6 +216,31 @@ struct HarmoniaPlayMPRISTests {
         #expect(samples[first] == reference[Int(target) * 2] && samples[first] != reference[Int(target) * 2 - 2])
     }
 
+    @Test("`playerctl position 30` in a 40 s file: the heard position is 30 s exactly; `position 45` is outside and ignored")
+    func position30() throws {
+        let bus = try PrivateSessionBus()
+        let file = bus.folder + "/sine40.flac"
+        let made = try ProcessRunner.run("/usr/bin/env", ["ffmpeg", "-v", "error", "-f", "lavfi", "-i", "sine=frequency=440:duration=40",
+                                                          "-ar", "48000", "-c:a", "flac", file])
+        try #require(made.status == 0, "ffmpeg: \(made.stderrText)")
+        let monitor = try SignalMonitor(bus)
+        let player = try LineProcess.harmoniaPlay(["--output", "null", file], environment: bus.environment)
+        defer { PrivateSessionBus.kill(player) }
+        try #require(try bus.waitForName(), "stderr: \(player.stderr.all)")
+        try Self.waitUntilPlaying(bus, monitor)
+        try bus.playerctl("pause")
+        #expect(try bus.playerctl("metadata", "mpris:length") == "40000000")
+        try bus.playerctl("position", "30")
+        #expect(monitor.next("Seeked") { $0.contains("int64 30000000") } != nil)
+        #expect(Self.unwrap(try bus.property("Position")) == "int64 30000000")
+        try bus.playerctl("position", "45")  // past the end: SetPosition is ignored (MPRIS)
+        #expect(Self.unwrap(try bus.property("Position")) == "int64 30000000")
+        try bus.playerctl("play-pause")
+        #expect(try bus.playerctl("status") == "Playing")
+        #expect(try bus.call("org.mpris.MediaPlayer2.Quit") == "()")
+        #expect(PrivateSessionBus.exitStatus(player) == 0)
+    }
+
     @Test("two players: the second is org.mpris.MediaPlayer2.harmonia_play.instance<pid>; --no-mpris stays off the bus")
     func instanceNames() throws {
         let bus = try PrivateSessionBus()
