@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "HarmoniaFFmpeg", targets: ["HarmoniaFFmpeg"]),
         .library(name: "HarmoniaPulseAudio", targets: ["HarmoniaPulseAudio"]),
         .library(name: "HarmoniaLinux", targets: ["HarmoniaLinux"]),
+        .library(name: "HarmoniaMPRIS", targets: ["HarmoniaMPRIS"]),
         .executable(name: "harmonia-play", targets: ["harmonia-play"]),
     ],
     dependencies: [
@@ -38,6 +39,12 @@ let package = Package(
             name: "CLibFuzzer",
             path: "CShims/CLibFuzzer"
         ),
+        .systemLibrary(
+            name: "CDBus",
+            path: "CShims/CDBus",
+            pkgConfig: "dbus-1",
+            providers: [.apt(["libdbus-1-dev"])]
+        ),
 
         // MARK: The core: platform-neutral
         .target(
@@ -54,6 +61,12 @@ let package = Package(
             name: "HarmoniaPulseAudio",
             dependencies: ["HarmoniaCore", "CPulseAudio"]
         ),
+        // A driving adapter: it calls the playback service on behalf of the
+        // desktop (MPRIS 2 on the D-Bus session bus); the core does not know it.
+        .target(
+            name: "HarmoniaMPRIS",
+            dependencies: ["HarmoniaCore", "CDBus"]
+        ),
 
         // MARK: Composition: the default adapters wired in one call
         .target(
@@ -68,6 +81,7 @@ let package = Package(
                 "HarmoniaCore",
                 "HarmoniaFFmpeg",
                 "HarmoniaLinux",
+                "HarmoniaMPRIS",
                 "HarmoniaPulseAudio",
                 "CLibFuzzer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -96,6 +110,10 @@ let package = Package(
         .testTarget(
             name: "HarmoniaPulseAudioTests",
             dependencies: ["HarmoniaCore", "HarmoniaPulseAudio", "HarmoniaFFmpeg", "HarmoniaLinux", "HarmoniaTestSupport"]
+        ),
+        .testTarget(
+            name: "HarmoniaMPRISTests",
+            dependencies: ["HarmoniaCore", "HarmoniaMPRIS", "HarmoniaTestSupport"]
         ),
         .testTarget(
             name: "HarmoniaPlayTests",

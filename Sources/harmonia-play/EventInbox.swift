@@ -18,6 +18,8 @@ final class EventInbox: @unchecked Sendable {
         case control(ControlMessage)
         /// A key pressed in the terminal (interactive play).
         case key(Key)
+        /// A desktop client's MPRIS `Quit` (DesktopSession).
+        case quit
     }
 
     private let lock = ConditionLock()

@@ -65,6 +65,11 @@ struct PlayCommand: ParsableCommand {
             Exit status: 0 everything played, 1 some input (or the output) failed,
             2 usage error, 130/143 stopped by SIGINT/SIGTERM.
 
+            On a desktop (DBUS_SESSION_BUS_ADDRESS set) the player is an MPRIS 2 media
+            player on the session bus, org.mpris.MediaPlayer2.harmonia_play: media keys,
+            panels and playerctl control it (specs/mpris.md); --no-mpris turns it off. No
+            bus is not an error. A Stop from the desktop keeps the player for its Play or Quit.
+
             --json writes the service's events on stdout as JSON lines and nothing else.
             --control takes JSON-line commands on stdin (replies and events on stdout) or
             on a Unix socket (mode 0600, any number of clients); see specs/control-protocol.md.
@@ -126,6 +131,9 @@ struct PlayCommand: ParsableCommand {
 
     @Option(help: ArgumentHelp("Take commands (JSON lines) on stdin or on a Unix socket at PATH (specs/control-protocol.md).", valueName: "stdin|unix:PATH"))
     var control: ControlTransport?
+
+    @Flag(name: .customLong("no-mpris"), help: "Do not appear on the desktop's session bus as an MPRIS media player (specs/mpris.md).")
+    var noMPRIS = false
 
     @Option(help: ArgumentHelp("Milliseconds between position events, 0 for none (default 1000 with --json or --control, else none).", valueName: "MS"))
     var tick: Double?
@@ -221,6 +229,8 @@ struct PlayCommand: ParsableCommand {
             let dispatcher = ControlDispatcher(service: service, actions: actions)
             player.control = ControlSession(dispatcher: dispatcher, transport: control, json: json)
         }
+        // Media keys and panels: MPRIS when a session bus is set (none: silently without).
+        if !noMPRIS { player.desktop = DesktopSession(actions: actions, logLevel: logLevel) }
         switch player.run(tracks) {
         case .finished(let failures):
             if failures + expansion.failures > 0 { throw ExitCode(1) }

@@ -1,5 +1,5 @@
 // The player's actions, one implementation for every way of asking: keys in
-// the terminal and commands of the control protocol.
+// the terminal, commands of the control protocol and MPRIS calls from the desktop.
 import HarmoniaCore
 
 /// Actions on a playback service as a person or a script asks for them:
@@ -15,15 +15,33 @@ final class PlayerActions: @unchecked Sendable {
         self.service = service
     }
 
+    /// Plays; from stopped (or after an error), starts the current entry
+    /// (or the first) again.
+    func play() throws(CoreError) {
+        switch service.state {
+        case .stopped, .error:
+            try service.jump(to: service.currentIndex ?? 0)
+            try service.play()
+        default:
+            try service.play()
+        }
+    }
+
     /// Pauses when playing, plays when paused; from stopped, starts the queue.
     func toggle() throws(CoreError) {
         switch service.state {
         case .playing, .buffering: try service.pause()
-        case .paused: try service.play()
-        case .stopped, .error:
-            try service.jump(to: service.currentIndex ?? 0)
-            try service.play()
+        case .paused, .stopped, .error: try play()
         }
+    }
+
+    /// Adds `url` to the end of the queue and plays it.
+    func open(url: String) throws(CoreError) {
+        let track = Track(url: url)
+        service.enqueue([track])
+        guard let index = service.queue.firstIndex(where: { $0.id == track.id }) else { return }
+        try service.jump(to: index)
+        try service.play()
     }
 
     /// Seeks `delta` seconds from the heard position, clamped to the track

@@ -36,6 +36,8 @@ struct QueuePlayer {
     /// How long the main loop has to end the process after a signal before
     /// the process ends itself (a call FFmpeg cannot interrupt: a DNS lookup).
     static let signalGrace = 0.5
+    /// MPRIS on the session bus, or nil: specs/mpris.md §harmonia-play.
+    var desktop: DesktopSession? = nil
 
     /// Plays `tracks` in order. Call once, on a fresh service.
     func run(_ tracks: [Track]) -> Outcome {
@@ -57,6 +59,8 @@ struct QueuePlayer {
         // The observer runs on the service's threads, possibly under its lock:
         // it only hands the event over.
         service.observe { inbox.post(.event($0)) }
+        desktop?.start(inbox: inbox)
+        defer { desktop?.shutdown() }
         do throws(CoreError) {
             try control?.open()
         } catch {
@@ -124,11 +128,16 @@ struct QueuePlayer {
                         Console.out(Self.startedLine(index: index, of: count, track: track))
                     }
                 case .stateChanged(.stopped), .stateChanged(.error):
-                    ended = !(control?.waitsForCommands ?? false)
+                    // A Stop from the desktop keeps the player, for its Play or Quit.
+                    let desktopStop = event == .stateChanged(.stopped) && desktop?.takeStopRequest() == true
+                    ended = !(control?.waitsForCommands ?? false) && !desktopStop
                 default:
                     break
                 }
                 terminal?.show(event)
+            case .quit:
+                service.stop()
+                return .quit
             case .key(let key):
                 // q ends the queue as if it had played out.
                 if terminal?.perform(key) == .quit {

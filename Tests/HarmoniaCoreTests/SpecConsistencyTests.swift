@@ -67,7 +67,7 @@ struct SpecConsistencyTests {
     func coreIsPlatformNeutral() throws {
         for file in Self.swiftFiles(under: "Sources/HarmoniaCore") {
             let text = try String(contentsOfFile: file, encoding: .utf8)
-            #expect(!text.contains("import CFFmpeg") && !text.contains("import CPulseAudio"), "\(file)")
+            #expect(!text.contains("import CFFmpeg") && !text.contains("import CPulseAudio") && !text.contains("import CDBus"), "\(file)")
         }
     }
 }

@@ -37,6 +37,16 @@ public final class LineBuffer: @unchecked Sendable {
         condition.unlock()
     }
 
+    /// Every line so far, once there are more than `count` (waiting for
+    /// them until `timeout` seconds have passed or the stream ended).
+    public func lines(after count: Int, timeout: Double = 10) -> [String] {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        condition.lock()
+        defer { condition.unlock() }
+        while lines.count <= count && !ended && condition.wait(until: deadline) {}
+        return lines
+    }
+
     /// Every line so far.
     public var all: [String] {
         condition.lock()
@@ -95,9 +105,11 @@ public final class LineProcess: @unchecked Sendable {
     public let stderr = LineBuffer()
     private let input = Pipe()
 
-    public init(_ executable: String, _ arguments: [String]) throws {
+    /// - Parameter environment: the child's whole environment (nil: this process's).
+    public init(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws {
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
+        if let environment { process.environment = environment }
         let out = Pipe(), err = Pipe()
         process.standardInput = input
         process.standardOutput = out
@@ -108,8 +120,8 @@ public final class LineProcess: @unchecked Sendable {
     }
 
     /// Starts the built harmonia-play.
-    public static func harmoniaPlay(_ arguments: [String]) throws -> LineProcess {
-        try LineProcess(ProcessRunner.productsDirectory + "/harmonia-play", arguments)
+    public static func harmoniaPlay(_ arguments: [String], environment: [String: String]? = nil) throws -> LineProcess {
+        try LineProcess(ProcessRunner.productsDirectory + "/harmonia-play", arguments, environment: environment)
     }
 
     /// Writes `text` to the process's stdin.

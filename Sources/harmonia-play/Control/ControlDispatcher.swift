@@ -61,13 +61,7 @@ final class ControlDispatcher {
     func execute(_ command: String, _ args: ControlArgs) throws -> JSONValue {
         switch command {
         case "play":
-            switch service.state {
-            case .stopped, .error:
-                try service.jump(to: service.currentIndex ?? 0)
-                try service.play()
-            default:
-                try service.play()
-            }
+            try actions.play()
             return stateResult()
         case "pause":
             try service.pause()
