@@ -3,13 +3,14 @@
 # or through sudo), build, and run.
 
 SWIFT ?= $(shell command -v swift 2>/dev/null || echo /opt/swift/usr/bin/swift)
-# Build-time libraries (FFmpeg, PulseAudio, libdbus) and the tools the tests
-# use: the ffmpeg command line is the independent reference decoder; the MPRIS
-# tests start their own dbus-daemon (dbus) and drive the player with playerctl,
-# gdbus (libglib2.0-bin) and dbus-monitor (dbus).
+# Build-time libraries (FFmpeg, PulseAudio, libdbus, libcurl) and the tools
+# the tests use: the ffmpeg command line is the independent reference decoder;
+# the MPRIS tests start their own dbus-daemon (dbus) and drive the player with
+# playerctl, gdbus (libglib2.0-bin) and dbus-monitor (dbus); the network tests
+# run Tests/Network/fault_server.py (python3) with a certificate made by openssl.
 APT_PACKAGES := pkg-config libavformat-dev libavcodec-dev libswresample-dev libavutil-dev \
-                libpulse-dev libdbus-1-dev ffmpeg util-linux pulseaudio pulseaudio-utils python3 \
-                dbus playerctl libglib2.0-bin
+                libpulse-dev libdbus-1-dev libcurl4-openssl-dev ffmpeg util-linux pulseaudio pulseaudio-utils python3 \
+                dbus playerctl libglib2.0-bin openssl
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 LSAN_SUPPRESSIONS := $(CURDIR)/Tests/lsan-suppressions.txt
 DEMO_FILE := Tests/Fixtures/audio/flac_s16_stereo_44k.flac

@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "HarmoniaCore", targets: ["HarmoniaCore"]),
         .library(name: "HarmoniaFFmpeg", targets: ["HarmoniaFFmpeg"]),
         .library(name: "HarmoniaPulseAudio", targets: ["HarmoniaPulseAudio"]),
+        .library(name: "HarmoniaHTTP", targets: ["HarmoniaHTTP"]),
         .library(name: "HarmoniaLinux", targets: ["HarmoniaLinux"]),
         .library(name: "HarmoniaMPRIS", targets: ["HarmoniaMPRIS"]),
         .executable(name: "harmonia-play", targets: ["harmonia-play"]),
@@ -27,6 +28,12 @@ let package = Package(
             path: "CShims/CFFmpeg",
             pkgConfig: "libavformat",
             providers: [.apt(["libavformat-dev", "libavcodec-dev", "libswresample-dev", "libavutil-dev"])]
+        ),
+        .systemLibrary(
+            name: "CCurl",
+            path: "CShims/CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
         ),
         .systemLibrary(
             name: "CPulseAudio",
@@ -67,11 +74,15 @@ let package = Package(
             name: "HarmoniaMPRIS",
             dependencies: ["HarmoniaCore", "CDBus"]
         ),
+        .target(
+            name: "HarmoniaHTTP",
+            dependencies: ["HarmoniaCore", "CCurl"]
+        ),
 
         // MARK: Composition: the default adapters wired in one call
         .target(
             name: "HarmoniaLinux",
-            dependencies: ["HarmoniaCore", "HarmoniaFFmpeg", "HarmoniaPulseAudio"]
+            dependencies: ["HarmoniaCore", "HarmoniaFFmpeg", "HarmoniaPulseAudio", "HarmoniaHTTP"]
         ),
 
         // MARK: Programs
@@ -84,6 +95,7 @@ let package = Package(
                 "HarmoniaMPRIS",
                 "HarmoniaPulseAudio",
                 "CLibFuzzer",
+                "HarmoniaHTTP",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -114,6 +126,10 @@ let package = Package(
         .testTarget(
             name: "HarmoniaMPRISTests",
             dependencies: ["HarmoniaCore", "HarmoniaMPRIS", "HarmoniaTestSupport"]
+        ),
+        .testTarget(
+            name: "HarmoniaHTTPTests",
+            dependencies: ["HarmoniaCore", "HarmoniaHTTP", "HarmoniaFFmpeg", "HarmoniaTestSupport"]
         ),
         .testTarget(
             name: "HarmoniaPlayTests",

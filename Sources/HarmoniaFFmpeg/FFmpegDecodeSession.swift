@@ -94,9 +94,9 @@ final class FFmpegDecodeSession {
     // MARK: Open
 
     /// - Parameter memory: bytes to decode instead of opening `url` (see `FFmpegInput`).
-    init(url: String, logger: any LoggerPort, networkTimeout: Double = FFmpegDecoderAdapter.defaultNetworkTimeout,
+    init(url: String, logger: any LoggerPort, network: FFmpegNetworkSettings = FFmpegNetworkSettings(),
          interrupt: FFmpegInterruptFlag = FFmpegInterruptFlag(), memory: FFmpegMemorySource? = nil) throws(CoreError) {
-        let input = try FFmpegInput(url: url, networkTimeout: networkTimeout, interrupt: interrupt, memory: memory)
+        let input = try FFmpegInput(url: url, network: network, interrupt: interrupt, memory: memory)
         self.input = input
         self.logger = logger
         let parameters = input.parameters.pointee
@@ -225,7 +225,9 @@ final class FFmpegDecodeSession {
     /// At the end of the stream: throws when the stream ended before the
     /// length its headers declare (a truncated or damaged file).
     private func checkComplete() throws(CoreError) {
-        if input.containerName == "ogg", !oggEndChecked {
+        // Over the network the source itself tells a body cut short (ioError);
+        // fetching the tail would cost a request.
+        if input.containerName == "ogg", !oggEndChecked, input.byteSourceIO == nil {
             oggEndChecked = true
             if let size = input.size, size > 0,
                ContainerFacts.oggEndsWithEndOfStream(tail: input.bytes(at: max(0, size - 65536), count: 65536)) == false {
@@ -254,8 +256,7 @@ final class FFmpegDecodeSession {
                 + "(\(Self.time(totalFrames, sampleRate))); seek to at most the duration")
         }
         guard input.format!.pointee.pb.pointee.seekable != 0 else {
-            if target == position { return }
-            throw .unsupported("\(input.url): this source cannot seek (a live or non-seekable stream)")
+            return try seekWithoutRandomAccess(to: target)
         }
         var preroll = self.preroll
         for _ in 0..<4 {
@@ -280,6 +281,28 @@ final class FFmpegDecodeSession {
         // Timestamps missing or unusable, or the demuxer cannot seek there:
         // decode from the start, counting frames (exact, linear in time).
         logger.debug("\(input.url): seeking to frame \(target) by decoding from the start")
+        try seekDemuxer(toFrame: Int64.min / 2)
+        nextDecodedPosition = -startDelay
+        lowerBound = target
+        position = target
+    }
+
+    /// A source without random access (a server that ignores Range, a live
+    /// stream): forward, decode and drop frames up to `target`; backward,
+    /// read again from the start (a network source asks the server again)
+    /// and count frames to `target`. Exact either way.
+    private func seekWithoutRandomAccess(to target: Int64) throws(CoreError) {
+        if target == position { return }
+        if target > position {
+            lowerBound = max(lowerBound, target)
+            position = target
+            clampPendingToBounds()
+            return
+        }
+        guard input.byteSourceIO != nil else {
+            throw .invalidArgument("\(input.url): this source is not seekable (a live or non-seekable stream); "
+                + "it cannot go back to \(Self.time(target, sampleRate))")
+        }
         try seekDemuxer(toFrame: Int64.min / 2)
         nextDecodedPosition = -startDelay
         lowerBound = target
@@ -445,6 +468,7 @@ final class FFmpegDecodeSession {
 
             let read = av_read_frame(input.format, packet)
             if read < 0 {
+                if let networkError = input.networkError { throw networkError }
                 if input.readGuard.tripped {
                     throw input.readGuard.nothingDecodable(input.url, at: Self.time(nextDecodedPosition ?? position, sampleRate))
                 }
@@ -626,6 +650,7 @@ final class FFmpegDecodeSession {
         while true {
             let read = av_read_frame(input.format, packet)
             if read < 0 {
+                if let networkError = input.networkError { throw networkError }
                 if input.readGuard.tripped { throw input.readGuard.nothingFound(input.url, input.containerName) }
                 let error = FFmpegError(function: "av_read_frame", code: read)
                 if error.isEOF || error.isInvalidData {

@@ -14,27 +14,37 @@ public final class FFmpegDecoderAdapter: DecoderPort {
     public static let defaultNetworkTimeout = 15.0
 
     private let logger: any LoggerPort
-    private let networkTimeout: Double
+    private let network: FFmpegNetworkSettings
     private let sessions = Mutex<[DecodeHandle: LockedSession]>([:])
     private let nextID = Atomic<UInt64>(1)
     /// Set by `interruptAll()`; every session's FFmpeg contexts read it.
     private let interrupt = FFmpegInterruptFlag()
+    private let networkObservers: NetworkObservers
 
     /// - Parameters:
     ///   - logger: receives warnings (skipped corrupt packets).
     ///   - networkTimeout: seconds an http(s) source may send nothing before
     ///     `open` or `read` fails with `ioError`; until then a read waits (the
     ///     playback service shows `buffering` once the output runs dry).
-    public init(logger: any LoggerPort = NoopLoggerAdapter(), networkTimeout: Double = FFmpegDecoderAdapter.defaultNetworkTimeout) {
+    ///     For URLs `networkSource` handles, its own policy decides.
+    ///   - networkSource: reads the network URLs it handles, with the
+    ///     engine's policy (HarmoniaHTTP's `HTTPSourcePort`); other URLs, and
+    ///     all without one, are read by FFmpeg's own protocols.
+    ///   - verifyTLS, httpHeaders: for URLs FFmpeg reads itself (HLS).
+    public init(logger: any LoggerPort = NoopLoggerAdapter(), networkTimeout: Double = FFmpegDecoderAdapter.defaultNetworkTimeout,
+                networkSource: (any ByteSourcePort)? = nil, verifyTLS: Bool = true, httpHeaders: [String] = []) {
         self.logger = logger
-        self.networkTimeout = networkTimeout
+        let observers = NetworkObservers()
+        networkObservers = observers
+        network = FFmpegNetworkSettings(sourcePort: networkSource, observer: { url, event in observers.post(url, event) },
+                                        timeout: networkTimeout, verifyTLS: verifyTLS, headers: httpHeaders)
     }
 
     public func open(url: String) throws(CoreError) -> DecodeHandle {
         if interrupt.isSet { throw Self.interrupted(url) }
         let session: FFmpegDecodeSession
         do {
-            session = try FFmpegDecodeSession(url: url, logger: logger, networkTimeout: networkTimeout, interrupt: interrupt)
+            session = try FFmpegDecodeSession(url: url, logger: logger, network: network, interrupt: interrupt)
         } catch {
             if interrupt.isSet { throw Self.interrupted(url) }
             throw error
@@ -53,6 +63,10 @@ public final class FFmpegDecoderAdapter: DecoderPort {
         let handle = DecodeHandle(id: nextID.add(1, ordering: .relaxed).oldValue)
         sessions.withLock { $0[handle] = LockedSession(session) }
         return handle
+    }
+
+    public func observeNetwork(_ handler: @escaping @Sendable (String, NetworkEvent) -> Void) {
+        networkObservers.add(handler)
     }
 
     public func info(_ handle: DecodeHandle) throws(CoreError) -> StreamInfo {
@@ -91,6 +105,7 @@ public final class FFmpegDecoderAdapter: DecoderPort {
 
     public func close(_ handle: DecodeHandle) {
         let removed = sessions.withLock { $0.removeValue(forKey: handle) }
+        removed?.cancelNetwork()  // a read waiting on the network returns first
         removed?.withLock { $0.close() }
     }
 
@@ -115,10 +130,31 @@ private final class LockedSession: @unchecked Sendable {
     private let lock = ConditionLock()
     // Only touched inside `lock.withLock`: that is what makes this Sendable.
     private let session: FFmpegDecodeSession
+    /// The session's network source, if any: cancelled without the lock.
+    private let networkIO: FFmpegByteSourceIO?
 
-    init(_ session: FFmpegDecodeSession) { self.session = session }
+    init(_ session: FFmpegDecodeSession) {
+        self.session = session
+        networkIO = session.input.byteSourceIO
+    }
+
+    /// Ends a wait on the network now (any thread; the session then fails its read).
+    func cancelNetwork() { networkIO?.cancel() }
 
     func withLock<T, E: Error>(_ body: (FFmpegDecodeSession) throws(E) -> T) throws(E) -> T {
         try lock.withLock { () throws(E) -> T in try body(session) }
+    }
+}
+
+/// The handlers `observeNetwork` registered; events go to each, in order.
+private final class NetworkObservers: Sendable {
+    private let handlers = Mutex<[@Sendable (String, NetworkEvent) -> Void]>([])
+
+    func add(_ handler: @escaping @Sendable (String, NetworkEvent) -> Void) {
+        handlers.withLock { $0.append(handler) }
+    }
+
+    func post(_ url: String, _ event: NetworkEvent) {
+        for handler in handlers.withLock({ $0 }) { handler(url, event) }
     }
 }

@@ -15,6 +15,9 @@ final class FFmpegInput {
     private(set) var format: UnsafeMutablePointer<AVFormatContext>?
     /// Custom I/O: opened by us, closed by us (avformat_close_input leaves it).
     private var io: UnsafeMutablePointer<AVIOContext>?
+    /// Set when the bytes come from a `ByteSource` (the engine's network
+    /// policy) instead of FFmpeg's own protocols; it owns `io` then.
+    let byteSourceIO: FFmpegByteSourceIO?
     private(set) var streamIndex: Int32 = -1
     /// Bounds the bytes read without a packet coming out (specs/hardening.md
     /// §Bounds) and carries the interrupt flag; outlives `format` and `io`,
@@ -30,13 +33,14 @@ final class FFmpegInput {
     /// Opens `url`, identifies its container by content (not by name alone),
     /// reads its headers and stream info, and selects the best audio stream.
     /// - Throws: CoreError as in specs/ports.md §open(url:).
-    /// - Parameter networkTimeout: seconds a network source may send nothing
-    ///   before a read fails with `ioError`.
+    /// - Parameter network: how network URLs are read: through a
+    ///   `ByteSourcePort` that handles them (the engine's policy), else by
+    ///   FFmpeg's own protocols with `network`'s options.
     /// - Parameter interrupt: once set, the open and every later read fail
     ///   at FFmpeg's next check (specs/ports.md §DecoderPort (Interrupting I/O)).
     /// - Parameter memory: when given, its bytes are the source and `url`
     ///   only names them in messages.
-    init(url: String, networkTimeout: Double = FFmpegDecoderAdapter.defaultNetworkTimeout,
+    init(url: String, network: FFmpegNetworkSettings = FFmpegNetworkSettings(),
          interrupt: FFmpegInterruptFlag = FFmpegInterruptFlag(),
          memory: FFmpegMemorySource? = nil) throws(CoreError) {
         _ = ffmpegProcessSettings
@@ -53,18 +57,33 @@ final class FFmpegInput {
         // --- end special files ---
 
         // 1. Open the byte stream: missing files, permissions, network.
-        var options: OpaquePointer? = nil
-        defer { av_dict_free(&options) }
-        if location.hasPrefix("http:") || location.hasPrefix("https:") {
-            // Never hang forever on a dead server: `networkTimeout` without data is an I/O error.
-            av_dict_set(&options, "rw_timeout", String(Int64(networkTimeout * 1e6)), 0)
-            av_dict_set(&options, "reconnect", "1", 0)
-        }
         var io: UnsafeMutablePointer<AVIOContext>? = nil
         if let memory {
+            byteSourceIO = nil
             guard let context = memory.context else { throw .ioError("\(url): out of memory allocating the input") }
             io = context
+        } else if let port = network.sourcePort, port.handles(url: url) {
+            var sourceObserver: (@Sendable (NetworkEvent) -> Void)? = nil
+            if let observe = network.observer {
+                sourceObserver = { @Sendable event in observe(url, event) }
+            }
+            let source = try port.open(url: url, observer: sourceObserver, interrupted: { interrupt.isSet })
+            do throws(CoreError) {
+                byteSourceIO = try FFmpegByteSourceIO(source: source)
+            } catch {
+                source.cancel()
+                throw error
+            }
+            io = byteSourceIO!.context
+            // While FFmpeg probes and reads headers, no far seeks: a demuxer
+            // would fetch the end of the file for a tag or a duration (a
+            // second request); MP4 may need its index there (step 2).
+            byteSourceIO!.seekable = false
+            self.io = io
         } else {
+            byteSourceIO = nil
+            var options = network.ffmpegOptions(for: location)
+            defer { av_dict_free(&options) }
             do {
                 // The name's exact bytes (PathBytes), and the guard's interrupt callback.
                 try check(PathBytes.withCString(location) { avio_open2(&io, $0, AVIO_FLAG_READ, &interruptCallback, &options) }, "avio_open2")
@@ -75,7 +94,7 @@ final class FFmpegInput {
         }
         readGuard.io = io
         if let io, avio_size(io) == 0 {
-            avio_closep(&self.io)
+            closeIO()
             throw .unsupported("\(url): the file is empty (0 bytes); it is not an audio file")
         }
 
@@ -84,7 +103,8 @@ final class FFmpegInput {
         var probed: UnsafePointer<AVInputFormat>? = nil
         let score = av_probe_input_buffer2(io, &probed, location, nil, 0, 0)
         guard score >= 0, let probed else {
-            avio_closep(&self.io)
+            closeIO()
+            if let networkError { throw networkError }
             let error = FFmpegError(function: "av_probe_input_buffer2", code: score)
             if let e = error.posixErrno, e != EINVAL {
                 throw error.coreError(url: url, while: "reading")
@@ -93,6 +113,8 @@ final class FFmpegInput {
         }
         let recognisedByContent = score > AVPROBE_SCORE_EXTENSION
         let containerName = String(cString: probed.pointee.name)
+        // An MP4's index may follow its media: a Range request fetches it.
+        if containerName.hasPrefix("mov,") { byteSourceIO?.seekable = true }
 
         // 3. Read the headers with that demuxer.
         var format = avformat_alloc_context()
@@ -103,7 +125,8 @@ final class FFmpegInput {
             try check(avformat_open_input(&format, location, probed, nil), "avformat_open_input")
         } catch {
             // avformat_open_input freed `format`; the I/O is ours to close.
-            avio_closep(&self.io)
+            closeIO()
+            if let networkError { throw networkError }
             if readGuard.tripped { throw readGuard.nothingFound(url, containerName) }
             if !recognisedByContent {
                 throw .unsupported("\(url): not an audio file FFmpeg recognises (it looked like \(containerName) only by its name)")
@@ -119,9 +142,12 @@ final class FFmpegInput {
             try check(avformat_find_stream_info(format, nil), "avformat_find_stream_info")
         } catch {
             close()
+            if let networkError { throw networkError }
             if readGuard.tripped { throw readGuard.nothingFound(url, containerName) }
             throw .decodeError("\(url): could not read the stream parameters; the file is corrupt or truncated (\(error.text))")
         }
+
+        byteSourceIO?.seekable = true  // headers read: seeks are the user's now
 
         // 4. The audio stream.
         let index = av_find_best_stream(format, AVMEDIA_TYPE_AUDIO, -1, -1, nil, 0)
@@ -164,9 +190,23 @@ final class FFmpegInput {
     /// Closes the container and the I/O. Idempotent.
     func close() {
         if format != nil { avformat_close_input(&format) }
-        if io != nil { avio_closep(&io) }
+        closeIO()
         memory?.release()
     }
+
+    /// Closes the byte stream (ours when it is a ByteSource's). Idempotent.
+    private func closeIO() {
+        if let byteSourceIO {
+            byteSourceIO.free()
+            io = nil
+        } else if io != nil {
+            avio_closep(&io)
+        }
+    }
+
+    /// The network source's own error for the last failed read, which says
+    /// what happened better than FFmpeg's code for it.
+    var networkError: CoreError? { byteSourceIO?.error }
 
     /// The container's short name (`"flac"`, `"mov,mp4,m4a,3gp,3g2,mj2"`, …).
     var containerName: String { String(cString: format!.pointee.iformat.pointee.name) }
@@ -288,5 +328,36 @@ private extension String {
             }
         }
         return PathBytes.string(bytes)  // lossless: %FF stays byte 0xFF
+    }
+}
+
+/// How an FFmpeg input reads network URLs — specs/network.md §Decoding.
+struct FFmpegNetworkSettings: Sendable {
+    /// The engine's network policy, for the URLs it handles.
+    var sourcePort: (any ByteSourcePort)?
+    /// Receives the network events of every source opened (its URL, the event).
+    var observer: (@Sendable (String, NetworkEvent) -> Void)?
+    /// For URLs FFmpeg opens itself (no port, or one that leaves them, as
+    /// HLS playlists): seconds without data before a read fails.
+    var timeout: Double = FFmpegDecoderAdapter.defaultNetworkTimeout
+    var verifyTLS = true
+    var headers: [String] = []
+
+    /// FFmpeg protocol options for `location` when FFmpeg reads it itself:
+    /// a bounded reconnect (not FFmpeg's two-minute default), the timeout,
+    /// certificate verification against the system store, the headers.
+    func ffmpegOptions(for location: String) -> OpaquePointer? {
+        var options: OpaquePointer? = nil
+        let lower = location.lowercased()
+        guard lower.hasPrefix("http:") || lower.hasPrefix("https:") else { return nil }
+        av_dict_set(&options, "rw_timeout", String(Int64(clampingFrames: min(timeout, 1e6) * 1e6)), 0)
+        av_dict_set(&options, "reconnect", "1", 0)
+        av_dict_set(&options, "reconnect_delay_max", "2", 0)
+        if verifyTLS {
+            av_dict_set(&options, "tls_verify", "1", 0)
+            av_dict_set(&options, "ca_file", "/etc/ssl/certs/ca-certificates.crt", 0)
+        }
+        if !headers.isEmpty { av_dict_set(&options, "headers", headers.map { $0 + "\r\n" }.joined(), 0) }
+        return options
     }
 }

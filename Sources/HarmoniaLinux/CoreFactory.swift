@@ -1,11 +1,13 @@
 // CoreFactory — specs/services.md §CoreFactory
 //
 // The one place that knows which adapters exist: FFmpeg for decoding and
-// tags, PulseAudio for output, the monotonic clock and swift-log. An
+// tags, libcurl for http(s) sources, PulseAudio for output, the monotonic
+// clock and swift-log. An
 // embedding application imports HarmoniaLinux, asks the factory for its
 // services, and never names an adapter unless it wants to replace one.
 import HarmoniaCore
 import HarmoniaFFmpeg
+import HarmoniaHTTP
 import HarmoniaPulseAudio
 
 /// Wires the default adapters into services. Every port can be replaced
@@ -38,10 +40,15 @@ public struct CoreFactory: Sendable {
     public var output: Output
     public var configuration: PlaybackConfiguration
 
+    /// - Parameter network: the network policy for http(s) sources
+    ///   (timeouts, headers, certificate verification: specs/network.md).
     public init(output: Output = .pulseAudio(PulseAudioOutputAdapter.Options()),
                 configuration: PlaybackConfiguration = PlaybackConfiguration(),
-                logger: any LoggerPort = SwiftLogLoggerAdapter(label: "harmonia")) {
-        self.decoder = FFmpegDecoderAdapter(logger: logger)
+                logger: any LoggerPort = SwiftLogLoggerAdapter(label: "harmonia"),
+                network: HTTPSourceConfiguration = HTTPSourceConfiguration()) {
+        self.decoder = FFmpegDecoderAdapter(logger: logger, networkTimeout: network.networkTimeout,
+                                            networkSource: HTTPSourcePort(configuration: network),
+                                            verifyTLS: network.verifyTLS, httpHeaders: network.headers)
         self.tagReader = FFmpegTagReaderAdapter()
         self.clock = MonotonicClockAdapter()
         self.logger = logger

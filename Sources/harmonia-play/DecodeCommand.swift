@@ -19,11 +19,14 @@ struct DecodeCommand: ParsableCommand {
     @Option(help: "Start at this frame (sample-accurate seek).")
     var startFrame: Int64?
 
+    @OptionGroup(title: "Network")
+    var network: NetworkOptions
+
     @Argument(help: "Audio file or URL.")
     var input: String
 
     func run() throws {
-        let decoder = FFmpegDecoderAdapter()
+        let decoder = network.decoder()
         do {
             let handle = try decoder.open(url: input)
             defer { decoder.close(handle) }

@@ -141,6 +141,9 @@ struct PlayCommand: ParsableCommand {
     @Option(name: .customLong("log-level"), help: ArgumentHelp("Lowest level logged on stderr: trace, debug, info, notice, warning, error or critical.", valueName: "LEVEL"))
     var logLevel: Logger.Level = .warning
 
+    @OptionGroup(title: "Network")
+    var network: NetworkOptions
+
     @Argument(help: ArgumentHelp("Audio files, URLs, folders or playlists (.m3u, .m3u8, .pls, .cue), played in order (optional with --control).", valueName: "INPUT"))
     var inputs: [String] = []
 
@@ -195,7 +198,7 @@ struct PlayCommand: ParsableCommand {
         let serviceLogger: any LoggerPort = logLevel <= .info
             ? SwiftLogLoggerAdapter(label: "harmonia", level: logLevel) : NoopLoggerAdapter()
         var factory = CoreFactory(output: factoryOutput, configuration: configuration, logger: serviceLogger)
-        let decoder = FFmpegDecoderAdapter(logger: SwiftLogLoggerAdapter(label: "harmonia.ffmpeg", level: logLevel))
+        let decoder = network.decoder(logger: SwiftLogLoggerAdapter(label: "harmonia.ffmpeg", level: logLevel))
         factory.decoder = decoder
         let service = factory.makePlaybackService()
         if volume != 100 { service.setVolume(Float(volume / 100)) }

@@ -2,20 +2,6 @@ import HarmoniaCore
 import HarmoniaFFmpeg
 import HarmoniaTestSupport
 
-/// Reads a handle to the end in chunks of `chunk` frames.
-func decodeToEnd(_ decoder: FFmpegDecoderAdapter, _ handle: DecodeHandle, chunk: Int = 4096) throws -> [Float] {
-    let channels = try decoder.info(handle).channels
-    var out: [Float] = []
-    let buffer = UnsafeMutablePointer<Float>.allocate(capacity: chunk * channels)
-    defer { buffer.deallocate() }
-    while true {
-        let frames = try decoder.read(handle, into: buffer, maxFrames: chunk)
-        if frames == 0 { break }
-        out.append(contentsOf: UnsafeBufferPointer(start: buffer, count: frames * channels))
-    }
-    return out
-}
-
 /// Opens, decodes everything, closes.
 func decodeFile(_ path: String, chunk: Int = 4096) throws -> [Float] {
     let decoder = FFmpegDecoderAdapter()

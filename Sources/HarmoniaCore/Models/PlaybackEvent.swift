@@ -32,6 +32,10 @@ public enum PlaybackEvent: Sendable, Equatable {
     /// Something failed; `url` names the track concerned (nil for output errors).
     /// The queue goes on where it can.
     case error(CoreError, url: String?)
+    /// What a network source of the track at `url` reports: a reconnect
+    /// attempt and its resumption, the station's description
+    /// (specs/network.md §Events lists them).
+    case network(NetworkEvent, url: String)
 
     /// The event's name as used in JSON event streams.
     public var name: String {
@@ -45,6 +49,13 @@ public enum PlaybackEvent: Sendable, Equatable {
         case .queueChanged: "queue_changed"
         case .underrun: "underrun"
         case .error: "error"
+        case .network(let event, _):
+            switch event {
+            case .reconnecting: "reconnecting"
+            case .resumed: "resumed"
+            case .station: "station"
+            case .streamTitle: "stream_title"
+            }
         }
     }
 }

@@ -60,11 +60,20 @@ public protocol DecoderPort: AnyObject, Sendable {
     /// again for the tags.
     /// - Throws: `invalidState` for a closed or unknown handle.
     func tags(_ handle: DecodeHandle) throws(CoreError) -> TagBundle?
+
+    /// Sends the network events of every source this decoder opens (the
+    /// source's URL, the event: reconnects, station metadata, stream titles)
+    /// to `handler`, on a thread of the decoder's; it must return quickly.
+    /// The default sends none.
+    func observeNetwork(_ handler: @escaping @Sendable (String, NetworkEvent) -> Void)
 }
 
 extension DecoderPort {
     /// This decoder does not read tags: nil.
     public func tags(_ handle: DecodeHandle) throws(CoreError) -> TagBundle? { nil }
+
+    /// This decoder reports no network events.
+    public func observeNetwork(_ handler: @escaping @Sendable (String, NetworkEvent) -> Void) {}
 
     /// Seeks to the frame nearest `seconds`: `round(seconds × sampleRate)`.
     /// - Throws: as `seek(_:toFrame:)`; `invalidArgument` for a negative or

@@ -96,6 +96,12 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
         self.replayGain = configuration.replayGain
         startDecodeThread()
         startOutputEventForwarder()
+        // Reconnects and station metadata go out as they happen: they say
+        // why the sound stopped or who is playing (specs/network.md §Events lists them).
+        decoder.observeNetwork { [hub] url, event in
+            if case .streamTitle = event { return }  // titles follow the heard position: not yet
+            hub.emit(.network(event, url: url))
+        }
     }
 
     deinit {

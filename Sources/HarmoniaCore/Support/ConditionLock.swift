@@ -54,6 +54,16 @@ public final class ConditionLock: @unchecked Sendable {
         return try body()
     }
 
+    /// Waits for a `broadcast` or until `seconds` have passed (monotonic).
+    /// Call only inside `withLock`; re-check the condition afterwards.
+    public func wait(seconds: Double) {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        let total = Double(now.tv_sec) + Double(now.tv_nsec) / 1e9 + max(0, min(seconds, 1e6))
+        var deadline = timespec(tv_sec: Int(total), tv_nsec: Int((total - total.rounded(.down)) * 1e9))
+        pthread_cond_timedwait(condition, mutex, &deadline)
+    }
+
     /// Wakes every waiter.
     public func broadcast() {
         pthread_cond_broadcast(condition)

@@ -30,6 +30,24 @@ enum EventJSON {
             return .object([("count", .int(Int64(count)))])
         case .error(let error, let url):
             return self.error(error, url: url)
+        case .network(let event, let url):
+            return network(event, url: url)
+        }
+    }
+
+    /// A network event's fields, with the URL of its track.
+    static func network(_ event: NetworkEvent, url: String) -> JSONValue {
+        func optional(_ s: String?) -> JSONValue { s.map(JSONValue.string) ?? .null }
+        switch event {
+        case .reconnecting(let attempt, let byte):
+            return .object([("attempt", .int(Int64(attempt))), ("byte", .int(byte)), ("url", .string(url))])
+        case .resumed(let byte):
+            return .object([("byte", .int(byte)), ("url", .string(url))])
+        case .station(let station):
+            return .object([("name", optional(station.name)), ("genre", optional(station.genre)),
+                            ("station_url", optional(station.url)), ("url", .string(url))])
+        case .streamTitle(let title, let byte):
+            return .object([("title", .string(title)), ("byte", .int(byte)), ("url", .string(url))])
         }
     }
 

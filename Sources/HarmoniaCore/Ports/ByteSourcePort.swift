@@ -1,0 +1,83 @@
+// ByteSourcePort — specs/ports.md §ByteSourcePort
+//
+// The engine's own network policy, as a port: a decoder adapter reads a
+// network URL through a ByteSource instead of its library's own client, so
+// reconnects, timeouts, redirects, certificates and ICY metadata follow one
+// documented policy whatever the decoder.
+
+/// What a network source reports while it is read.
+public enum NetworkEvent: Sendable, Equatable {
+    /// The connection was lost, stalled or ended early; attempt `attempt`
+    /// (from 1) to resume at `byte` starts after a short back-off.
+    case reconnecting(attempt: Int, byte: Int64)
+    /// Data flows again at `byte` after a reconnect.
+    case resumed(byte: Int64)
+    /// The station's own description (ICY headers), once per connection.
+    case station(StationInfo)
+    /// A title in the stream (ICY `StreamTitle`) that applies from `byte` of
+    /// the audio (metadata blocks removed).
+    case streamTitle(String, byte: Int64)
+}
+
+/// An internet radio station as its server describes it (`icy-*` headers).
+public struct StationInfo: Sendable, Equatable {
+    public var name: String?
+    public var genre: String?
+    public var url: String?
+
+    public init(name: String? = nil, genre: String? = nil, url: String? = nil) {
+        self.name = name
+        self.genre = genre
+        self.url = url
+    }
+}
+
+/// One open stream of bytes, read like a file.
+///
+/// Threads: `read`, `seek`, `position`, `size` and `isSeekable` from one
+/// thread at a time (the decoder's); `cancel` from any thread. `read` and
+/// `seek` block on the network.
+public protocol ByteSource: AnyObject, Sendable {
+    /// Reads up to `count` bytes into `buffer`; 0 at the end of the stream.
+    /// While no data comes it waits, up to the source's timeout.
+    /// - Throws: `ioError` (the network failed for longer than the timeout,
+    ///   the body ended early for good, a refused or expired link),
+    ///   `notFound` (404), `invalidState` (cancelled).
+    func read(into buffer: UnsafeMutableRawPointer, count: Int) throws(CoreError) -> Int
+
+    /// Moves the next read to byte `offset`. A source without random access
+    /// gets there by reading forward, or backward by starting again from the
+    /// beginning. - Throws: as `read`; `invalidArgument` for a negative offset.
+    func seek(to offset: Int64) throws(CoreError)
+
+    /// The byte the next read delivers.
+    var position: Int64 { get }
+    /// The total size, when the server declared one and kept to it.
+    var size: Int64? { get }
+    /// Whether any byte can be reached without reading from the start.
+    var isSeekable: Bool { get }
+
+    /// Ends the waits of `read` and `seek`, now and later: they throw
+    /// `invalidState`. Any thread; idempotent.
+    func cancel()
+}
+
+/// Opens `ByteSource`s for the URLs it handles.
+///
+/// Threads: any. `open` blocks until the server answers (or the timeout).
+public protocol ByteSourcePort: Sendable {
+    /// Whether this port opens `url` (for example http and https, but not an
+    /// HLS playlist, whose segments the decoder opens itself).
+    func handles(url: String) -> Bool
+
+    /// Connects and waits for the first response. `observer` receives the
+    /// source's `NetworkEvent`s, on a thread of the source's, for as long as
+    /// the source lives; it must return quickly. `interrupted` is polled at
+    /// least every 0.1 s while `open` or a read waits: once it returns true,
+    /// they throw `invalidState` (a signal, a shutdown).
+    /// - Throws: `notFound` (404), `ioError` (no connection, refused or expired
+    ///   link, certificate, redirects, timeout), `invalidArgument` (a URL it
+    ///   does not handle), `invalidState` (interrupted).
+    func open(url: String, observer: (@Sendable (NetworkEvent) -> Void)?,
+              interrupted: @escaping @Sendable () -> Bool) throws(CoreError) -> any ByteSource
+}

@@ -1,0 +1,53 @@
+// The network options of `play` and `decode` — specs/network.md §Options
+import ArgumentParser
+import HarmoniaCore
+import HarmoniaFFmpeg
+import HarmoniaHTTP
+
+/// `--network-timeout`, `--http-header`, `--user-agent`, `--insecure`.
+struct NetworkOptions: ParsableArguments {
+    @Option(name: .customLong("network-timeout"),
+            help: ArgumentHelp("Seconds an http(s) source may send no data before it fails (default 15); until then it reconnects.", valueName: "SECONDS"))
+    var timeout: Double?
+
+    @Option(name: .customLong("http-header"),
+            help: ArgumentHelp("An extra HTTP request header, 'Name: value' (repeatable). An Authorization header goes to the URL's own host only, never after a redirect to another.", valueName: "HEADER"))
+    var headers: [String] = []
+
+    @Option(name: .customLong("user-agent"), help: ArgumentHelp("The User-Agent sent to http(s) servers.", valueName: "TEXT"))
+    var userAgent: String?
+
+    @Flag(help: "Do not verify https certificates (a self-signed server). Without it, a certificate the system does not trust is an error.")
+    var insecure = false
+
+    func validate() throws {
+        if let timeout, !(timeout.isFinite && timeout > 0 && timeout <= 86_400) {
+            throw ValidationError("--network-timeout must be a number of seconds above 0 (at most a day)")
+        }
+        for header in headers {
+            guard let colon = header.firstIndex(of: ":"), colon != header.startIndex,
+                  !header.contains(where: { $0 == "\r" || $0 == "\n" }) else {
+                throw ValidationError("--http-header must be 'Name: value' on one line; got '\(header)'")
+            }
+        }
+        if let userAgent, userAgent.contains(where: { $0 == "\r" || $0 == "\n" }) {
+            throw ValidationError("--user-agent must be one line")
+        }
+    }
+
+    /// The policy these options set.
+    var configuration: HTTPSourceConfiguration {
+        var configuration = HTTPSourceConfiguration(networkTimeout: timeout ?? HTTPSourceConfiguration().networkTimeout,
+                                                    headers: headers, verifyTLS: !insecure)
+        if let userAgent { configuration.userAgent = userAgent }
+        return configuration
+    }
+
+    /// A decoder that reads http(s) with this policy.
+    func decoder(logger: any LoggerPort = NoopLoggerAdapter()) -> FFmpegDecoderAdapter {
+        let configuration = self.configuration
+        return FFmpegDecoderAdapter(logger: logger, networkTimeout: configuration.networkTimeout,
+                                    networkSource: HTTPSourcePort(configuration: configuration),
+                                    verifyTLS: configuration.verifyTLS, httpHeaders: configuration.headers)
+    }
+}

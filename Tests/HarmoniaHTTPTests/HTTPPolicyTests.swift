@@ -1,0 +1,171 @@
+// The network policy (specs/network.md §Policy) against a real server on
+// loopback that misbehaves on purpose (Tests/Network/fault_server.py), read
+// through the real FFmpeg decoder: every fault either resumes at the exact
+// next byte — the samples equal the local file's, bit for bit — or ends in
+// the documented error.
+import Foundation
+import HarmoniaCore
+import HarmoniaFFmpeg
+import HarmoniaHTTP
+import HarmoniaTestSupport
+import Testing
+
+/// A decoder reading http(s) through HTTPSourcePort, and what it reported.
+final class NetworkDecoder: @unchecked Sendable {
+    let decoder: FFmpegDecoderAdapter
+    let events = LockedValue<[NetworkEvent]>([])
+
+    init(_ configure: (inout HTTPSourceConfiguration) -> Void = { _ in }) {
+        var configuration = HTTPSourceConfiguration()
+        configure(&configuration)
+        decoder = FFmpegDecoderAdapter(networkTimeout: configuration.networkTimeout,
+                                       networkSource: HTTPSourcePort(configuration: configuration),
+                                       verifyTLS: configuration.verifyTLS)
+        decoder.observeNetwork { [events] _, event in events.withLock { $0.append(event) } }
+    }
+
+    /// Opens `url`, reads it to the end, closes.
+    func decode(_ url: String) throws -> [Float] {
+        let handle = try decoder.open(url: url)
+        defer { decoder.close(handle) }
+        return try decodeToEnd(decoder, handle)
+    }
+
+    var reconnects: [(attempt: Int, byte: Int64)] {
+        events.withLock { $0 }.compactMap { if case .reconnecting(let attempt, let byte) = $0 { (attempt, byte) } else { nil } }
+    }
+}
+
+/// The local file, decoded by the same adapter: the reference.
+func localSamples(_ name: String) throws -> [Float] {
+    try NetworkDecoder().decode(Fixtures.named(name).path)
+}
+
+func coreError(_ body: () throws -> Void) -> CoreError? {
+    do { try body() } catch let error as CoreError { return error } catch { return .ioError("not a CoreError: \(error)") }
+    return nil
+}
+
+@Suite("HTTP policy against a misbehaving server", .serialized) struct HTTPPolicyTests {
+    static let formats = ["mp3_cbr_stereo_44k.mp3", "flac_s16_stereo_44k.flac", "opus_stereo_48k.opus",
+                          "aac_stereo_44k.m4a", "vorbis_stereo_44k.ogg", "wav_s16_stereo_44k.wav"]
+
+    @Test("a well-behaved server: the local file's samples, with one GET per open", arguments: formats)
+    func oneRequest(_ name: String) throws {
+        let server = try FaultHTTPServer()
+        let samples = try NetworkDecoder().decode(server.url(name))
+        #expect(samples == (try localSamples(name)))
+        let gets = server.requests.filter { $0.method == "GET" }
+        #expect(gets.count == 1, "\(name): \(gets.map { "\($0.path) \($0.range ?? "")" })")
+    }
+
+    @Test("a stall mid-file: a Range request at the exact next byte, and the same samples", arguments: formats)
+    func stallResumes(_ name: String) throws {
+        let server = try FaultHTTPServer()
+        let network = NetworkDecoder { $0.stallTimeout = 0.5 }
+        let samples = try network.decode(server.url(name, "stall=10000"))  // every fixture is longer
+        #expect(samples == (try localSamples(name)))
+        #expect(network.reconnects.first?.byte == 10_000)
+        #expect(server.requests.contains { $0.range == "bytes=10000-" })
+        #expect(network.events.withLock { $0 }.contains(.resumed(byte: 10_000)))
+    }
+
+    @Test("a reset every 8 KiB: many exact resumes, the same samples")
+    func resets() throws {
+        let server = try FaultHTTPServer()
+        let network = NetworkDecoder()
+        let name = "flac_s16_stereo_44k.flac"
+        #expect(try network.decode(server.url(name, "reset=8192")) == localSamples(name))
+        let bytes = network.reconnects.map(\.byte)
+        #expect(bytes.count >= 5)
+        #expect(bytes.allSatisfy { $0 % 8192 == 0 }, "\(bytes)")
+    }
+
+    @Test("a server that ignores Range: the resumed response is read from the start and the bytes before the cut dropped")
+    func noRange() throws {
+        let server = try FaultHTTPServer()
+        let network = NetworkDecoder { $0.stallTimeout = 0.5 }
+        let name = "mp3_cbr_stereo_44k.mp3"
+        #expect(try network.decode(server.url(name, "norange=1&stall=20000")) == localSamples(name))
+        #expect(network.reconnects.count == 1)
+    }
+
+    @Test("a lying total in Content-Range: the body is read to its real end, nothing lost")
+    func lyingTotal() throws {
+        let server = try FaultHTTPServer()
+        let network = NetworkDecoder { $0.stallTimeout = 0.5 }
+        let name = "mp3_cbr_stereo_44k.mp3"
+        #expect(try network.decode(server.url(name, "lietotal=1&stall=12000")) == localSamples(name))
+    }
+
+    @Test("a stall for good: reconnect attempts are reported, then ioError at the network timeout")
+    func stallForGood() throws {
+        let server = try FaultHTTPServer()
+        let network = NetworkDecoder { $0.networkTimeout = 3; $0.stallTimeout = 0.5 }  // libcurl checks about once a second
+        let url = server.url("flac_s16_stereo_44k.flac", "stallall=16000")
+        let error = coreError { _ = try network.decode(url) }
+        #expect(error?.category == .ioError)
+        #expect(error?.message.contains("127.0.0.1") == true)
+        #expect(network.reconnects.count >= 2)
+        #expect(network.reconnects.allSatisfy { $0.byte == 16_000 })
+    }
+
+    @Test("every connection reset, a server that never answers: ioError at the network timeout", arguments: ["refuse=1", "never=1"])
+    func deadServer(_ fault: String) throws {
+        let server = try FaultHTTPServer()
+        let network = NetworkDecoder { $0.networkTimeout = 1.5; $0.stallTimeout = 0.5 }
+        let error = coreError { _ = try network.decode(server.url("mp3_cbr_stereo_44k.mp3", fault)) }
+        #expect(error?.category == .ioError, "\(String(describing: error))")
+        #expect(error?.message.contains("1.5 s") == true, "\(String(describing: error))")
+    }
+
+    @Test("status codes get their categories and say what to do")
+    func statuses() throws {
+        let server = try FaultHTTPServer()
+        let network = NetworkDecoder { $0.networkTimeout = 2 }
+        let file = "mp3_cbr_stereo_44k.mp3"
+        #expect(coreError { _ = try network.decode(server.url(file, "status=404")) }?.category == .notFound)
+        #expect(coreError { _ = try network.decode(server.url("missing.mp3")) }?.category == .notFound)
+        for code in [401, 403, 410] {
+            let error = coreError { _ = try network.decode(server.url(file, "status=\(code)")) }
+            #expect(error?.category == .ioError)
+            #expect(error?.message.contains("expired") == true, "\(code): \(String(describing: error))")
+        }
+        // Two 503s, then the file: retried, not an error.
+        #expect(try network.decode(server.url(file, "status=503&times=2")) == localSamples(file))
+        // Redirects: three are followed; a loop is named.
+        #expect(try network.decode(server.url(file, "redirect=3")) == localSamples(file))
+        let loop = coreError { _ = try network.decode(server.url(file, "redirect=loop")) }
+        #expect(loop?.category == .ioError)
+        #expect(loop?.message.contains("redirect") == true, "\(String(describing: loop))")
+    }
+
+    @Test("ICY radio: the station and its titles are events; the audio is the file's without the metadata")
+    func icy() throws {
+        let server = try FaultHTTPServer()
+        let network = NetworkDecoder()
+        let name = "mp3_cbr_stereo_44k.mp3"
+        #expect(try network.decode(server.url(name, "icy=8192")) == localSamples(name))
+        let events = network.events.withLock { $0 }
+        #expect(events.contains(.station(StationInfo(name: "Loopback Radio", genre: "Test", url: "http://example.invalid/"))))
+        let titles = events.compactMap { if case .streamTitle(let title, let byte) = $0 { "\(title)@\(byte)" } else { nil } }
+        #expect(titles.first == "Title 0@8192", "\(titles)")
+    }
+
+    @Test("a slow source (4 KB/s) plays to the end without an error")
+    func slowSource() throws {
+        let server = try FaultHTTPServer()
+        let name = "mp3_vbr_mono_44k.mp3"
+        #expect(try NetworkDecoder().decode(server.url(name, "rate=4000")) == localSamples(name))
+    }
+
+    @Test("https: a self-signed certificate is refused with a hint; without verification it reads to the very end without close_notify")
+    func tls() throws {
+        let server = try FaultHTTPServer(tls: true)
+        let name = "mp3_cbr_stereo_44k.mp3"
+        let refused = coreError { _ = try NetworkDecoder().decode(server.url(name)) }
+        #expect(refused?.category == .ioError)
+        #expect(refused?.message.contains("certificate") == true, "\(String(describing: refused))")
+        #expect(try NetworkDecoder { $0.verifyTLS = false }.decode(server.url(name)) == localSamples(name))
+    }
+}
