@@ -43,7 +43,7 @@ public final class CounterDecoder: DecoderPort, @unchecked Sendable {
 
     private struct Session {
         let url: String
-        let source: Source
+        var source: Source
         var position: Int64 = 0
     }
 
@@ -70,6 +70,17 @@ public final class CounterDecoder: DecoderPort, @unchecked Sendable {
     public func release(_ url: String) {
         lock.withLock {
             released.insert(url)
+            lock.broadcast()
+        }
+    }
+
+    /// Moves the stall of `url` to `frame` (for the sessions open on it too):
+    /// a read stalled before `frame` goes on and stops there.
+    public func moveStall(_ url: String, to frame: Int64) {
+        lock.withLock {
+            sources[url]?.stallAt = frame
+            for (id, session) in sessions where session.url == url { sessions[id]?.source.stallAt = frame }
+            stalled.remove(url)
             lock.broadcast()
         }
     }
@@ -105,13 +116,13 @@ public final class CounterDecoder: DecoderPort, @unchecked Sendable {
         try lock.withLock { () throws(CoreError) -> Int in
             reads += 1
             var session = try session(handle)
-            let source = session.source
-            if let stallAt = source.stallAt, session.position >= stallAt, !released.contains(session.url) {
+            while let stallAt = session.source.stallAt, session.position >= stallAt, !released.contains(session.url) {
                 stalled.insert(session.url)
                 lock.broadcast()
-                while !released.contains(session.url) { lock.wait() }
-                session = try self.session(handle)
+                lock.wait()
+                session = try self.session(handle)  // released, or the stall moved
             }
+            let source = session.source
             var count = Int(min(Int64(maxFrames), source.frames - session.position))
             if let stallAt = source.stallAt, session.position < stallAt, !released.contains(session.url) {
                 count = min(count, Int(stallAt - session.position))

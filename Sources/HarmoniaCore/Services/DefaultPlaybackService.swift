@@ -70,6 +70,9 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
     /// Decoded frames the output has not accepted yet: `count` frames at
     /// `start` of `buffer`, with `channels` channels.
     private var pending: (buffer: SampleBuffer, start: Int, count: Int, channels: Int)?
+    /// The output is paused by the service itself while buffering, until
+    /// `rebuffer` seconds are queued again (not by the user: `intent` stays playing).
+    private var corkedForBuffering = false
 
     // MARK: Published state, guarded by `published`
     private let published = ConditionLock()
@@ -678,6 +681,7 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
     /// One step: follow the listener, then write pending frames or decode a chunk.
     private func step(unlockForRead: Bool) -> Step {
         followListener(heard: output.framesPlayed)
+        if corkedForBuffering { resumeWhenRefilled() }
         let wait: Step = intent == .playing ? .sleep : .idle
         guard intent != .stopped, let current = decoding, readInFlight !== current else { return wait }
         if pending != nil {
@@ -758,8 +762,27 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
             open.nextFrame += Int64(frames)
             pending = (buffer, 0, frames, channels)
             writePending()
-            if currentState == .buffering { setState(.playing) }
+            if currentState == .buffering && !corkedForBuffering { setState(.playing) }
         }
+    }
+
+    /// While buffering with the output corked: resumes once `rebuffer`
+    /// seconds are queued again, the output is full, or no more is coming
+    /// (the track's end, a range end, a format change) — specs/services.md §Buffering.
+    private func resumeWhenRefilled() {
+        guard currentState == .buffering, intent == .playing else {
+            corkedForBuffering = false
+            return
+        }
+        let rate = decoding?.info.sampleRate ?? 0
+        let seconds = max(0, min(configuration.rebuffer, configuration.decodeAhead * 0.75))
+        let target = Int64(clampingFrames: seconds * rate)
+        let noMoreComing = decoding.map { $0.exhausted } ?? true
+        guard written - output.framesPlayed >= target || pending != nil || noMoreComing
+                || endOfData || rangeEndReached || awaitingFormat != nil else { return }
+        corkedForBuffering = false
+        output.resume()
+        setState(.playing)
     }
 
     private func writePending() {
@@ -1050,6 +1073,7 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
     // MARK: - Publishing
 
     private func setState(_ state: PlaybackState) {
+        if state != .buffering { corkedForBuffering = false }  // every other state set the output's pause itself
         let changed = published.withLock { () -> Bool in
             defer { publishedState = state }
             return publishedState != state
@@ -1118,7 +1142,14 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
                 // The end of the queue, a range or a format is not an underrun.
                 guard !(endOfData || awaitingFormat != nil || rangeEndReached), intent == .playing else { return }
                 hub.emit(.underrun(count: count))
-                if readInFlight != nil, currentState == .playing { setState(.buffering) }
+                if readInFlight != nil, currentState == .playing {
+                    setState(.buffering)
+                    // Gather `rebuffer` seconds before sound resumes (resumeWhenRefilled).
+                    if configuration.rebuffer > 0 {
+                        output.pause()
+                        corkedForBuffering = true
+                    }
+                }
             case .error(let error):
                 hub.emit(.error(error, url: nil))
             case .reconnected(let frame):

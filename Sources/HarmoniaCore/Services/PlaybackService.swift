@@ -42,16 +42,24 @@ public struct PlaybackConfiguration: Sendable {
     /// itself before returning, so sound follows without waiting for the
     /// decode thread's next check.
     public var prefillFrames: Int
+    /// Seconds of audio gathered again after the output ran dry while a read
+    /// waited (a slow or stalled network source) before sound resumes — at
+    /// most three quarters of `decodeAhead`; 0 resumes with the first chunk.
+    /// A source slower than real time then plays in long stretches with a
+    /// few pauses, not in a stutter of short ones.
+    public var rebuffer: Double
 
     public init(decodeAhead: Double = 2.0, positionInterval: Double = 0.5,
                 replayGain: ReplayGainSettings = ReplayGainSettings(),
-                chunkFrames: Int = 4096, pollInterval: Double = 0.01, prefillFrames: Int = 8192) {
+                chunkFrames: Int = 4096, pollInterval: Double = 0.01, prefillFrames: Int = 8192,
+                rebuffer: Double = 1.5) {
         self.decodeAhead = decodeAhead
         self.positionInterval = positionInterval
         self.replayGain = replayGain
         self.chunkFrames = chunkFrames
         self.pollInterval = pollInterval
         self.prefillFrames = prefillFrames
+        self.rebuffer = rebuffer
     }
 }
 

@@ -182,6 +182,28 @@ struct FixedTagReader: TagReaderPort {
         #expect(heard.count > 50_000)
         #expect(h.events.contains { if case .underrun = $0 { true } else { false } })
     }
+
+    @Test("after running dry, sound resumes only with `rebuffer` seconds queued: a trickle stays buffering, silent")
+    func rebufferHysteresis() throws {
+        // 1.5 s at 44.1 kHz is 66,150 frames.
+        let h = ServiceHarness(["net": .init(frames: 441_000, stallAt: 50_000)])
+        try h.service.load(url: "net")
+        try h.service.play()
+        h.decoder.waitUntilStalled("net")
+        #expect(h.listen(frames: 60_000, settle: false).count == 50_000)
+        #expect(h.service.state == .buffering)
+        // A trickle: 40,000 frames (0.9 s) arrive, then the source stalls again.
+        h.decoder.moveStall("net", to: 90_000)
+        h.decoder.waitUntilStalled("net")
+        #expect(h.listen(frames: 4_410, settle: false).isEmpty)  // still gathering: not a note
+        #expect(h.service.state == .buffering)
+        // Enough arrives: sound resumes at the exact next frame.
+        h.decoder.moveStall("net", to: 300_000)
+        let heard = h.listen(frames: 20_000)
+        #expect(h.service.state == .playing)
+        #expect(heard.count == 20_000)
+        #expect(heard.first == 50_000 && isCounting(heard[...]))
+    }
 }
 
 @Suite("PlaybackService output failures") struct ServiceOutputFailureTests {

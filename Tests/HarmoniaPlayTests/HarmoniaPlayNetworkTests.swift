@@ -1,0 +1,109 @@
+// harmonia-play on a misbehaving server (specs/network.md §Tests): what a
+// listener gets — the file's exact audio after a stall, the events that say
+// why the sound stopped, the error and the queue going on after a timeout,
+// the station of a radio, --start without Range support, the headers.
+import Foundation
+import HarmoniaTestSupport
+import Testing
+
+@Suite("harmonia-play over the network", .serialized) struct HarmoniaPlayNetworkTests {
+    static let mp3 = "mp3_cbr_stereo_44k.mp3"
+
+    /// The JSON events of a `--json` run: (name, data).
+    static func events(_ result: ProcessResult) -> [(name: String, data: [String: Any])] {
+        result.stdoutText.split(separator: "\n").compactMap { line in
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                  let name = object["event"] as? String else { return nil }
+            return (name, object["data"] as? [String: Any] ?? [:])
+        }
+    }
+
+    /// Plays `inputs` to a raw file; returns the run and the file's bytes.
+    static func playToFile(_ arguments: [String]) throws -> (ProcessResult, Data) {
+        let path = NSTemporaryDirectory() + "hp-net-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).f32"
+        defer { unlink(path) }
+        let result = try ProcessRunner.harmoniaPlay(["--json", "--output", "file:" + path] + arguments)
+        return (result, FileManager.default.contents(atPath: path) ?? Data())
+    }
+
+    @Test("a stall mid-file: reconnecting and resumed events at the exact byte, and the local file's samples")
+    func stall() throws {
+        let server = try FaultHTTPServer()
+        let (result, bytes) = try Self.playToFile([server.url(Self.mp3, "stall=12000")])
+        let (_, local) = try Self.playToFile([Fixtures.named(Self.mp3).path])
+        #expect(result.status == 0, "\(result.stderrText)")
+        #expect(!local.isEmpty && bytes == local)
+        let events = Self.events(result)
+        let reconnect = try #require(events.first { $0.name == "reconnecting" })
+        #expect(reconnect.data["byte"] as? Int == 12_000 && reconnect.data["attempt"] as? Int == 1)
+        #expect(reconnect.data["url"] as? String == server.url(Self.mp3, "stall=12000"))
+        #expect(events.contains { $0.name == "resumed" && $0.data["byte"] as? Int == 12_000 })
+    }
+
+    @Test("real time: the output runs dry during a stall — buffering, then playing again; nothing lost")
+    func buffering() throws {
+        let server = try FaultHTTPServer()
+        let result = try ProcessRunner.harmoniaPlay(["--json", "--output", "null", server.url("flac_s16_stereo_44k.flac", "stall=40000")])
+        #expect(result.status == 0, "\(result.stderrText)")
+        let events = Self.events(result)
+        let states = events.filter { $0.name == "state_changed" }.compactMap { $0.data["state"] as? String }
+        let buffering = try #require(states.firstIndex(of: "buffering"), "\(states)")
+        #expect(states[buffering...].dropFirst().first == "playing", "\(states)")
+        #expect(events.contains { $0.name == "reconnecting" })
+        #expect(events.contains { $0.name == "track_ended" && $0.data["reason"] as? String == "finished" })
+    }
+
+    @Test("a server that stops for good: ioError at --network-timeout naming the URL, and the next input plays")
+    func timeout() throws {
+        let server = try FaultHTTPServer()
+        let url = server.url(Self.mp3, "stallall=12000")
+        let wav = Fixtures.named("wav_s16_stereo_44k.wav").path
+        let (result, _) = try Self.playToFile(["--network-timeout", "2", url, wav])
+        #expect(result.status == 1)
+        let events = Self.events(result)
+        let error = try #require(events.first { $0.name == "error" })
+        #expect(error.data["category"] as? String == "ioError", "\(error.data)")
+        #expect((error.data["message"] as? String)?.contains("no data for 2.0 s") == true, "\(error.data)")
+        #expect(events.contains { $0.name == "track_ended" && $0.data["reason"] as? String == "finished" })
+    }
+
+    @Test("ICY radio: a station event; the audio without the metadata blocks")
+    func icy() throws {
+        let server = try FaultHTTPServer()
+        let (result, bytes) = try Self.playToFile([server.url(Self.mp3, "icy=8192")])
+        let (_, local) = try Self.playToFile([Fixtures.named(Self.mp3).path])
+        #expect(result.status == 0, "\(result.stderrText)")
+        #expect(bytes == local)
+        let station = try #require(Self.events(result).first { $0.name == "station" })
+        #expect(station.data["name"] as? String == "Loopback Radio")
+        #expect(station.data["genre"] as? String == "Test")
+    }
+
+    @Test("--start on a server without Range support: decoded forward, the same frames as from a file")
+    func startWithoutRanges() throws {
+        let server = try FaultHTTPServer()
+        let (result, bytes) = try Self.playToFile(["--start", "1.2", server.url(Self.mp3, "norange=1")])
+        let (_, local) = try Self.playToFile(["--start", "1.2", Fixtures.named(Self.mp3).path])
+        #expect(result.status == 0, "\(result.stderrText)")
+        #expect(!local.isEmpty && bytes == local)
+    }
+
+    @Test("--http-header goes to the server; one GET per open")
+    func headers() throws {
+        let server = try FaultHTTPServer()
+        let (result, _) = try Self.playToFile(["--http-header", "Authorization: Bearer token-42", server.url(Self.mp3)])
+        #expect(result.status == 0, "\(result.stderrText)")
+        let gets = server.requests.filter { $0.method == "GET" }
+        #expect(gets.count == 1, "\(gets.map(\.path))")
+        #expect(gets.first?.authorization == "Bearer token-42")
+    }
+
+    @Test("an expired link (403): one line that says to fetch a fresh URL, exit 1")
+    func expired() throws {
+        let server = try FaultHTTPServer()
+        let result = try ProcessRunner.harmoniaPlay(["--output", "null", server.url(Self.mp3, "status=403")])
+        #expect(result.status == 1)
+        let lines = result.stderrText.split(separator: "\n")
+        #expect(lines.count == 1 && lines[0].contains("ioError") && lines[0].contains("fresh URL"), "\(result.stderrText)")
+    }
+}
