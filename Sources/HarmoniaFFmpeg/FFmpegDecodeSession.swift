@@ -484,6 +484,7 @@ final class FFmpegDecodeSession {
             defer { av_packet_unref(packet) }
             input.readGuard.packetDelivered()
             guard packet!.pointee.stream_index == input.streamIndex else { continue }
+            input.packetRead(at: packet!.pointee.pos)
             let sent = avcodec_send_packet(codec, packet)
             if sent < 0, sent != hc_averror(EAGAIN) {
                 try skipCorrupt(FFmpegError(function: "avcodec_send_packet", code: sent))

@@ -26,6 +26,11 @@ final class FFmpegInput {
     /// Bytes in memory read instead of `url` (the fuzz targets); it owns its
     /// AVIOContext, so `io` stays nil for it.
     private let memory: FFmpegMemorySource?
+    /// ICY titles the source reported ahead of the decoder, held until the
+    /// demuxer reads the packet they apply to (`packetRead(at:)`).
+    private let titles: StreamTitleQueue
+    /// Where titles go once due (the adapter's network observers).
+    private let networkObserver: (@Sendable (String, NetworkEvent) -> Void)?
 
     var stream: UnsafeMutablePointer<AVStream> { format!.pointee.streams[Int(streamIndex)]! }
     var parameters: UnsafeMutablePointer<AVCodecParameters> { stream.pointee.codecpar }
@@ -48,6 +53,9 @@ final class FFmpegInput {
         self.url = url
         self.readGuard = FFmpegReadGuard(interrupt: interrupt)
         self.memory = memory
+        let titles = StreamTitleQueue()
+        self.titles = titles
+        networkObserver = network.observer
         let location = Self.ffmpegLocation(of: url)
         // --- special files and byte names (specs/inputs.md §Inputs (Special files, Names)) ---
         if memory == nil, url.hasPrefix("file://") || !url.contains("://") {
@@ -65,7 +73,10 @@ final class FFmpegInput {
         } else if let port = network.sourcePort, port.handles(url: url) {
             var sourceObserver: (@Sendable (NetworkEvent) -> Void)? = nil
             if let observe = network.observer {
-                sourceObserver = { @Sendable event in observe(url, event) }
+                sourceObserver = { @Sendable event in
+                    // A title arrives seconds before its audio is decoded: it waits for its packet.
+                    if case .streamTitle(let title, let byte) = event { titles.add(title, byte: byte) } else { observe(url, event) }
+                }
             }
             let source = try port.open(url: url, observer: sourceObserver, interrupted: { interrupt.isSet })
             do throws(CoreError) {
@@ -201,6 +212,17 @@ final class FFmpegInput {
             io = nil
         } else if io != nil {
             avio_closep(&io)
+        }
+    }
+
+    /// The demuxer delivered a packet that starts at byte `position` (-1:
+    /// unknown, then the reader's position counts): titles that apply from
+    /// there on are due now, and go to the network observer. Cheap when
+    /// there are none (one lock).
+    func packetRead(at position: Int64) {
+        guard let networkObserver, let byteSourceIO else { return }
+        for (title, byte) in titles.take(upTo: position >= 0 ? position : byteSourceIO.source.position) {
+            networkObserver(url, .streamTitle(title, byte: byte))
         }
     }
 
@@ -359,5 +381,24 @@ struct FFmpegNetworkSettings: Sendable {
         }
         if !headers.isEmpty { av_dict_set(&options, "headers", headers.map { $0 + "\r\n" }.joined(), 0) }
         return options
+    }
+}
+
+/// ICY titles waiting for their audio. Threads: `add` from the source's
+/// transfer thread, `take` from the decoder's.
+final class StreamTitleQueue: @unchecked Sendable {
+    private let lock = ConditionLock()
+    private var waiting: [(String, Int64)] = []
+
+    func add(_ title: String, byte: Int64) { lock.withLock { waiting.append((title, byte)) } }
+
+    /// The titles that apply from `byte` or before, in order; removed.
+    func take(upTo byte: Int64) -> [(String, Int64)] {
+        lock.withLock {
+            guard let first = waiting.first, first.1 <= byte else { return [] }
+            let due = waiting.prefix { $0.1 <= byte }
+            waiting.removeFirst(due.count)
+            return Array(due)
+        }
     }
 }

@@ -69,7 +69,7 @@ func performCurlTransfer(_ request: CurlRequest, delegate: CurlTransferDelegate)
         headerList = curl_slist_append(headerList, header)
     }
     // A Shoutcast server answers `ICY 200 OK`: libcurl takes it for HTTP/1.0 200.
-    var aliases = curl_slist_append(nil, "ICY 200 OK")
+    let aliases = curl_slist_append(nil, "ICY 200 OK")
     defer { curl_slist_free_all(aliases) }
     let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
     defer { errorBuffer.deallocate() }

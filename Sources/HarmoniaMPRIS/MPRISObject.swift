@@ -20,6 +20,9 @@ final class MPRISObject {
     let identity: String
     private let metadataSource: MPRISMetadataSource
 
+    /// ICY facts for the Metadata of radio streams (D-Bus thread).
+    func noteRadio(_ news: [String: RadioFacts]) { metadataSource.noteRadio(news) }
+
     init(service: any PlaybackService, commands: any MPRISCommands, identity: String, metadataSource: MPRISMetadataSource) {
         self.service = service
         self.commands = commands
@@ -276,6 +279,20 @@ final class MPRISMetadataSource {
     private let covers: CoverArtCache?
     private let currentDirectory: String
     private var cache: [(id: UUID, url: String, tags: TagBundle?, artURL: String?)] = []
+    /// What radio streams said about themselves (the newest 8 URLs).
+    private var radio: [(url: String, facts: RadioFacts)] = []
+
+    /// Merges the latest ICY facts per URL.
+    func noteRadio(_ news: [String: RadioFacts]) {
+        for (url, facts) in news {
+            var merged = radio.first { $0.url == url }?.facts ?? RadioFacts()
+            if let title = facts.title { merged.title = title }
+            if let station = facts.station { merged.station = station }
+            radio.removeAll { $0.url == url }
+            radio.append((url, merged))
+        }
+        if radio.count > 8 { radio.removeFirst(radio.count - 8) }
+    }
 
     init(tagReader: (any TagReaderPort)?, covers: CoverArtCache?, currentDirectory: String = FileManager.default.currentDirectoryPath) {
         self.tagReader = tagReader
@@ -284,7 +301,7 @@ final class MPRISMetadataSource {
     }
 
     func metadata(for track: Track?, lengthSeconds: Double?) -> DBusValue {
-        guard let track else {
+        guard var track else {
             return MPRISMapping.metadata(track: nil, tags: nil, lengthSeconds: nil, artURL: nil, currentDirectory: currentDirectory)
         }
         let known: (tags: TagBundle?, artURL: String?)
@@ -297,6 +314,11 @@ final class MPRISMetadataSource {
             cache.append((track.id, track.url, tags, artURL))
             if cache.count > 4 { cache.removeFirst() }
         }
+        // A radio's current StreamTitle is the title; its station, the album.
+        if let facts = radio.first(where: { $0.url == track.url })?.facts {
+            if let title = facts.title { track.title = title }
+            if let station = facts.station, track.album == nil { track.album = station }
+        }
         return MPRISMapping.metadata(track: track, tags: known.tags, lengthSeconds: lengthSeconds,
                                      artURL: known.artURL, currentDirectory: currentDirectory)
     }
@@ -304,4 +326,10 @@ final class MPRISMetadataSource {
     private static func isLocal(_ url: String) -> Bool {
         !MPRISMapping.hasScheme(url) || url.hasPrefix("file:")
     }
+}
+
+/// What an internet radio stream said about itself (ICY).
+struct RadioFacts: Sendable, Equatable {
+    var title: String?
+    var station: String?
 }

@@ -47,6 +47,8 @@ public final class MPRISPlayerAdapter: @unchecked Sendable {
         /// Queue entries that started, oldest first (bounded like `seeks`).
         var started: [UUID] = []
         var stopRequested = false
+        /// Internet radio: the latest ICY title and station name per URL.
+        var radio: [String: RadioFacts] = [:]
     }
     private let lock = ConditionLock()
     private var pending = Pending()
@@ -100,7 +102,7 @@ public final class MPRISPlayerAdapter: @unchecked Sendable {
     /// Records a service event: called from the service's observer, on any thread.
     public func post(_ event: PlaybackEvent) {
         switch event {
-        case .position, .underrun, .trackEnded, .error:
+        case .position, .underrun, .trackEnded, .error, .network(.reconnecting, _), .network(.resumed, _):
             return  // nothing a desktop sees changes with these alone
         default:
             break
@@ -114,6 +116,10 @@ public final class MPRISPlayerAdapter: @unchecked Sendable {
             case .trackStarted(_, let track):
                 pending.started.append(track.id)
                 if pending.started.count > 64 { pending.started.removeFirst() }
+            case .network(.streamTitle(let title, _), let url):
+                pending.radio[url, default: RadioFacts()].title = title
+            case .network(.station(let station), let url):
+                pending.radio[url, default: RadioFacts()].station = station.name
             default:
                 break
             }
@@ -180,7 +186,12 @@ public final class MPRISPlayerAdapter: @unchecked Sendable {
                                  metadataSource: MPRISMetadataSource(tagReader: tagReader, covers: covers))
         // What happened before is in the baseline; what happens from here on
         // is compared with it (cleared first, so nothing falls in between).
-        lock.withLock { pending = Pending(stopRequested: pending.stopRequested) }
+        // Radio facts are not changes but state: they are kept.
+        let radio = lock.withLock { () -> [String: RadioFacts] in
+            defer { pending = Pending(stopRequested: pending.stopRequested) }
+            return pending.radio
+        }
+        object.noteRadio(radio)
         var published = object.playerProperties()
         var currentID = service.currentTrack?.id
 
@@ -199,6 +210,7 @@ public final class MPRISPlayerAdapter: @unchecked Sendable {
                 defer { pending = Pending(stopRequested: pending.stopRequested) }
                 return pending
             }
+            if !news.radio.isEmpty { object.noteRadio(news.radio) }
             if news.changed {
                 publishChanges(object: object, published: &published, currentID: &currentID, news: news, connection: connection)
             }

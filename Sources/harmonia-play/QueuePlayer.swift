@@ -127,6 +127,8 @@ struct QueuePlayer {
                         let count = control == nil ? tracks.count : service.queue.count
                         Console.out(Self.startedLine(index: index, of: count, track: track))
                     }
+                case .network(let network, _):
+                    if !quiet, let line = Self.networkLine(network) { Console.out(line) }
                 case .stateChanged(.stopped), .stateChanged(.error):
                     // A Stop from the desktop keeps the player, for its Play or Quit.
                     let desktopStop = event == .stateChanged(.stopped) && desktop?.takeStopRequest() == true
@@ -156,6 +158,22 @@ struct QueuePlayer {
         if let artist = track.artist { line += " — " + Console.oneLine(artist) }
         if let duration = track.duration, duration.isFinite { line += " (\(Self.minutesSeconds(duration)))" }
         return line
+    }
+
+    /// What a network source says, as a line for people: a radio's
+    /// station and titles, each reconnect (`nil`: nothing to say).
+    static func networkLine(_ event: NetworkEvent) -> String? {
+        switch event {
+        case .station(let station):
+            guard let name = station.name else { return nil }
+            return "Station: " + Console.oneLine(name) + (station.genre.map { " (\(Console.oneLine($0)))" } ?? "")
+        case .streamTitle(let title, _):
+            return "Now playing: " + Console.oneLine(title)
+        case .reconnecting(let attempt, let byte):
+            return "Connection lost; reconnecting at byte \(byte) (attempt \(attempt))…"
+        case .resumed:
+            return nil  // the sound says it
+        }
     }
 
     /// The last path component of a path or URL.

@@ -169,3 +169,46 @@ func coreError(_ body: () throws -> Void) -> CoreError? {
         #expect(try NetworkDecoder { $0.verifyTLS = false }.decode(server.url(name)) == localSamples(name))
     }
 }
+
+@Suite("ICY titles on the heard timeline") struct StreamTitleTimingTests {
+    @Test("a StreamTitle is published when the listener reaches its audio, not when it arrives (seconds earlier)")
+    func titleFollowsHeardPosition() throws {
+        // 12 s of CBR MP3 at 128 kbit/s (16,000 bytes a second), made here;
+        // the server's titles change every 65,536 audio bytes: 'Title 1'
+        // applies from about 4.1 s. On loopback the whole stream arrives at once.
+        let directory = NSTemporaryDirectory() + "harmonia-icy-\(getpid())"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let made = try ProcessRunner.run("/usr/bin/ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "sine=frequency=440:duration=12",
+                                                             "-ac", "2", "-ar", "44100", "-c:a", "libmp3lame", "-b:a", "128k",
+                                                             "-write_xing", "0", "-id3v2_version", "0", directory + "/radio.mp3"])
+        #expect(made.status == 0, "\(made.stderrText)")
+        let server = try FaultHTTPServer(root: directory)
+        let output = NullAudioOutput(pace: .manual, ringFrames: 1 << 17)
+        let clock = ManualClock()
+        let service = DefaultPlaybackService(decoder: FFmpegDecoderAdapter(networkSource: HTTPSourcePort()),
+                                             output: output, clock: clock)
+        let titles = LockedValue<[(title: String, heard: Int64)]>([])
+        service.observe { event in
+            if case .network(.streamTitle(let title, _), _) = event {
+                titles.withLock { $0.append((title, output.framesPlayed)) }
+            }
+        }
+        try service.load(url: server.url("radio.mp3", "icy=8192"))
+        try service.play()
+        service.waitUntilSettled()
+        while output.framesPlayed < 441_000 {  // 10 s in 10 ms steps
+            _ = output.advance(frames: 441)
+            clock.advance(by: 10_000_000)
+            service.waitUntilSettled()
+        }
+        service.stop()
+        let heard = titles.withLock { $0 }
+        let first = try #require(heard.first { $0.title == "Title 1" }, "\(heard.map(\.title))")
+        print("[icy] 'Title 1' (byte 65536, about frame 180634) published at heard frame \(first.heard)")
+        // 65,536 bytes at 16,000 a second: frame 180,634. A chunk (4,096
+        // frames) and an MP3 frame (1,152) of slack either way.
+        #expect(abs(first.heard - 180_634) < 6_000, "published at frame \(first.heard)")
+        #expect(heard.first?.title == "Title 0" && heard.first!.heard < 44_100)
+    }
+}

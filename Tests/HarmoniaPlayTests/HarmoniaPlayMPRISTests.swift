@@ -267,6 +267,24 @@ struct HarmoniaPlayMPRISTests {
         }
     }
 
+    @Test("internet radio: the heard StreamTitle is xesam:title, the ICY station xesam:album")
+    func radioMetadata() throws {
+        let bus = try PrivateSessionBus()
+        // A stream without tags of its own, as a station's is.
+        let made = try ProcessRunner.run("/usr/bin/env", ["ffmpeg", "-v", "error", "-y", "-i", Self.mp3, "-map", "0:a", "-c", "copy", "-map_metadata", "-1",
+                                                          "-id3v2_version", "0", "-write_xing", "0", bus.folder + "/live.mp3"])
+        try #require(made.status == 0, "ffmpeg: \(made.stderrText)")
+        let server = try FaultHTTPServer(root: bus.folder)
+        let monitor = try SignalMonitor(bus)
+        let player = try LineProcess.harmoniaPlay(["--output", "null", "--repeat", "one", server.url("live.mp3", "icy=8192")],
+                                                  environment: bus.environment)
+        defer { PrivateSessionBus.kill(player) }
+        try #require(try bus.waitForName(), "stderr: \(player.stderr.all)")
+        #expect(monitor.next("PropertiesChanged") { $0.contains("Title 0") } != nil)
+        let shown = try bus.playerctl("metadata", "--format", "{{xesam:title}}|{{xesam:album}}")
+        #expect(shown == "Title 0|Loopback Radio", "\(shown)")
+    }
+
     @Test("no session bus, or one that cannot be reached: the player plays as without, silently")
     func missingBusIsSilent() throws {
         var environment = ProcessInfo.processInfo.environment

@@ -79,6 +79,18 @@ import Testing
         #expect(station.data["genre"] as? String == "Test")
     }
 
+    @Test("without --json: the station, the titles and each reconnect are lines on stdout")
+    func plainLines() throws {
+        let server = try FaultHTTPServer()
+        let radio = try ProcessRunner.harmoniaPlay(["--output", "file:/dev/null", server.url(Self.mp3, "icy=8192")])
+        #expect(radio.status == 0)
+        let lines = radio.stdoutText.split(separator: "\n").map(String.init)
+        #expect(lines.contains("Station: Loopback Radio (Test)"), "\(lines)")
+        #expect(lines.contains("Now playing: Title 0"), "\(lines)")
+        let stalled = try ProcessRunner.harmoniaPlay(["--output", "file:/dev/null", server.url(Self.mp3, "stall=12000")])
+        #expect(stalled.stdoutText.contains("Connection lost; reconnecting at byte 12000 (attempt 1)…"), "\(stalled.stdoutText)")
+    }
+
     @Test("--start on a server without Range support: decoded forward, the same frames as from a file")
     func startWithoutRanges() throws {
         let server = try FaultHTTPServer()

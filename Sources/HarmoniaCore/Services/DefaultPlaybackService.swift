@@ -73,6 +73,12 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
     /// The output is paused by the service itself while buffering, until
     /// `rebuffer` seconds are queued again (not by the user: `intent` stays playing).
     private var corkedForBuffering = false
+    /// ICY titles the decoder reported while it read (decode thread, engine
+    /// released), waiting to be placed on the output timeline; own lock.
+    private let arrivedTitles = ArrivedTitles()
+    /// Titles placed on the output timeline: each is published when the
+    /// listener reaches `frame` (specs/network.md §Events).
+    private var queuedTitles: [(frame: Int64, url: String, title: String, byte: Int64)] = []
 
     // MARK: Published state, guarded by `published`
     private let published = ConditionLock()
@@ -101,9 +107,13 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
         startOutputEventForwarder()
         // Reconnects and station metadata go out as they happen: they say
         // why the sound stopped or who is playing (specs/network.md §Events lists them).
-        decoder.observeNetwork { [hub] url, event in
-            if case .streamTitle = event { return }  // titles follow the heard position: not yet
-            hub.emit(.network(event, url: url))
+        // A stream title waits until the listener hears its first frame.
+        decoder.observeNetwork { [hub, arrivedTitles] url, event in
+            if case .streamTitle(let title, let byte) = event {
+                arrivedTitles.add((url, title, byte))
+            } else {
+                hub.emit(.network(event, url: url))
+            }
         }
     }
 
@@ -506,6 +516,7 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
             outputFormat = format
         }
         written = output.framesPlayed
+        queuedTitles.removeAll()  // a new timeline: titles of audio never heard go
         pending = nil
         decoding = open
         endOfData = false
@@ -537,6 +548,7 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
         rangeEndReached = false
         output.flush()
         written = output.framesPlayed
+        queuedTitles.removeAll()  // a new timeline: titles of audio never heard go
         segments = [Segment(open: heard, writeStart: written, sourceStart: frame)]
         publishTimeline()
         prefill()
@@ -680,7 +692,12 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
 
     /// One step: follow the listener, then write pending frames or decode a chunk.
     private func step(unlockForRead: Bool) -> Step {
-        followListener(heard: output.framesPlayed)
+        let heard = output.framesPlayed
+        followListener(heard: heard)
+        while let first = queuedTitles.first, first.frame <= heard {
+            queuedTitles.removeFirst()
+            hub.emit(.network(.streamTitle(first.title, byte: first.byte), url: first.url))
+        }
         if corkedForBuffering { resumeWhenRefilled() }
         let wait: Step = intent == .playing ? .sleep : .idle
         guard intent != .stopped, let current = decoding, readInFlight !== current else { return wait }
@@ -746,6 +763,8 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
                 result = .failure(error)
             }
         }
+        // Titles the read passed apply from this chunk's first frame.
+        for (url, title, byte) in arrivedTitles.take() { queuedTitles.append((written, url, title, byte)) }
         switch result {
         case .failure(let error):
             logger.warn("decode failed: \(open.track.url): \(error)")
@@ -894,6 +913,8 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
                     try output.configure(sampleRate: next.info.sampleRate, channels: next.info.channels)
                     outputFormat = AudioFormat(next.info)
                     written = output.framesPlayed
+                    queuedTitles.removeAll()
+        queuedTitles.removeAll()  // a new timeline: titles of audio never heard go
                     segments = [Segment(open: next, writeStart: written, sourceStart: next.nextFrame)]
                     range = nil
                     becomeCurrent(next)
@@ -1295,4 +1316,19 @@ final class DecodeThreadControl: @unchecked Sendable {
     var wait = Wait.working
     var wakeRequested = false
     var shuttingDown = false
+}
+
+/// Titles reported on the decode thread while the engine lock is released.
+final class ArrivedTitles: @unchecked Sendable {
+    private let lock = ConditionLock()
+    private var titles: [(url: String, title: String, byte: Int64)] = []
+
+    func add(_ title: (url: String, title: String, byte: Int64)) { lock.withLock { titles.append(title) } }
+
+    func take() -> [(url: String, title: String, byte: Int64)] {
+        lock.withLock {
+            defer { titles.removeAll() }
+            return titles
+        }
+    }
 }
