@@ -75,6 +75,7 @@ final class HTTPStream: ByteSource, CurlTransferDelegate, @unchecked Sendable {
     /// Starts the transfer and waits for the first response.
     /// - Throws: as `ByteSourcePort.open`.
     func start() throws(CoreError) {
+        observer?(.connecting)
         let thread = Thread { [self] in runTransfers() }
         thread.name = "harmonia.http"
         thread.start()

@@ -171,8 +171,8 @@ struct QueuePlayer {
             return "Now playing: " + Console.oneLine(title)
         case .reconnecting(let attempt, let byte):
             return "Connection lost; reconnecting at byte \(byte) (attempt \(attempt))…"
-        case .resumed:
-            return nil  // the sound says it
+        case .connecting, .resumed:
+            return nil  // the Playing line, and then the sound, say it
         }
     }
 

@@ -34,6 +34,9 @@ import Testing
         #expect(result.status == 0, "\(result.stderrText)")
         #expect(!local.isEmpty && bytes == local)
         let events = Self.events(result)
+        // What the player waits for is said before the first sound.
+        let connecting = try #require(events.firstIndex { $0.name == "connecting" })
+        #expect(connecting < (events.firstIndex { $0.name == "track_started" } ?? -1))
         let reconnect = try #require(events.first { $0.name == "reconnecting" })
         #expect(reconnect.data["byte"] as? Int == 12_000 && reconnect.data["attempt"] as? Int == 1)
         #expect(reconnect.data["url"] as? String == server.url(Self.mp3, "stall=12000"))

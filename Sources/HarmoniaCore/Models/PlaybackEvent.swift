@@ -51,6 +51,7 @@ public enum PlaybackEvent: Sendable, Equatable {
         case .error: "error"
         case .network(let event, _):
             switch event {
+            case .connecting: "connecting"
             case .reconnecting: "reconnecting"
             case .resumed: "resumed"
             case .station: "station"

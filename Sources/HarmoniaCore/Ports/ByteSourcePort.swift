@@ -7,6 +7,9 @@
 
 /// What a network source reports while it is read.
 public enum NetworkEvent: Sendable, Equatable {
+    /// The source is being opened: a request is on its way. Says what the
+    /// player waits for before the first sound (a slow server, a slow link).
+    case connecting
     /// The connection was lost, stalled or ended early; attempt `attempt`
     /// (from 1) to resume at `byte` starts after a short back-off.
     case reconnecting(attempt: Int, byte: Int64)

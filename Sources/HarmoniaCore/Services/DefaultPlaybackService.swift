@@ -77,7 +77,7 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
     /// released), waiting to be placed on the output timeline; own lock.
     private let arrivedTitles = ArrivedTitles()
     /// Titles placed on the output timeline: each is published when the
-    /// listener reaches `frame` (specs/network.md §Events).
+    /// listener reaches `frame`; specs/network.md §Events has the timing.
     private var queuedTitles: [(frame: Int64, url: String, title: String, byte: Int64)] = []
 
     // MARK: Published state, guarded by `published`

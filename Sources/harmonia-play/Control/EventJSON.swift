@@ -39,6 +39,8 @@ enum EventJSON {
     static func network(_ event: NetworkEvent, url: String) -> JSONValue {
         func optional(_ s: String?) -> JSONValue { s.map(JSONValue.string) ?? .null }
         switch event {
+        case .connecting:
+            return .object([("url", .string(url))])
         case .reconnecting(let attempt, let byte):
             return .object([("attempt", .int(Int64(attempt))), ("byte", .int(byte)), ("url", .string(url))])
         case .resumed(let byte):
