@@ -47,6 +47,15 @@ public final class LineBuffer: @unchecked Sendable {
         return lines
     }
 
+    /// Waits until the stream ends (at most `timeout` seconds); whether it did.
+    public func waitForEnd(timeout: Double = 10) -> Bool {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        condition.lock()
+        defer { condition.unlock() }
+        while !ended && condition.wait(until: deadline) {}
+        return ended
+    }
+
     /// Every line so far.
     public var all: [String] {
         condition.lock()
@@ -192,6 +201,9 @@ public final class UnixLineClient: @unchecked Sendable {
 
     /// Ends the connection (the reading thread sees the end).
     public func close() { shutdown(fd, Int32(SHUT_RDWR)) }
+
+    /// Half-closes: no more requests, but replies are still read.
+    public func finishWriting() { shutdown(fd, Int32(SHUT_WR)) }
 
     deinit {
         shutdown(fd, Int32(SHUT_RDWR))

@@ -1,7 +1,8 @@
 // The control protocol's transports: stdin/stdout, and a Unix socket with
-// any number of clients — specs/control-protocol.md §Transports — readers run
-// on their own threads and hand lines to the player's main loop; replies and
-// events are written from there, under a lock per client.
+// any number of clients — specs/control-protocol.md §Transports — each
+// client's reader runs on a thread of its own and hands lines to the player's
+// main loop; replies and events go from there into the client's bounded
+// outbox, which a writer thread per client sends.
 import Foundation
 import HarmoniaCore
 #if canImport(Glibc)
@@ -19,37 +20,133 @@ enum ControlMessage {
 }
 
 /// One peer: where its lines come from and where its replies and events go.
+///
+/// The stdin client writes to stdout directly. A socket client never makes
+/// the main loop wait: `send` queues the line in a bounded outbox that a
+/// writer thread of the client's own sends; a client whose outbox passes
+/// `maxOutboxBytes` (it does not read its replies) is dropped. Its input
+/// ending (a half-close) does not end its output: the replies to what it
+/// sent go out first (`finishWriting`), then the connection closes.
 final class ControlClient: @unchecked Sendable {
     /// The stdin/stdout client, or a socket's.
     let isStdin: Bool
+    /// Replies and events a socket client has not read yet, at most.
+    static let maxOutboxBytes = 1 << 20
     private let lock = ConditionLock()
-    // Guarded by `lock`: -1 once closed.
+    // Guarded by `lock`: -1 once closed or dropped.
     private var writeFD: Int32
     // Guarded by `lock`: messages delivered but not yet handled. Limited, so
     // a flood of requests waits in the socket instead of in memory.
     private var inFlight = 0
     private static let maxInFlight = 64
+    // Guarded by `lock` (socket clients): bytes to send from `outboxStart` on.
+    private var outbox: [UInt8] = []
+    private var outboxStart = 0
+    /// No more lines will be queued: the writer ends once the outbox is sent.
+    private var finishing = false
+    /// Called once the client's reader and writer have both ended.
+    private let onEnd: (@Sendable () -> Void)?
+    private var threadsRunning = 0
 
-    init(writeFD: Int32, isStdin: Bool) {
+    init(writeFD: Int32, isStdin: Bool, onEnd: (@Sendable () -> Void)? = nil) {
         self.writeFD = writeFD
         self.isStdin = isStdin
+        self.onEnd = onEnd
     }
 
-    /// Writes one line; false when the client is gone (it is then closed).
+    /// Writes (stdin client) or queues (socket client) one line; false when
+    /// the client is gone. Never blocks on a socket client.
     @discardableResult
     func send(_ text: String) -> Bool {
         var line = text + "\n"
         return lock.withLock {
             guard writeFD >= 0 else { return false }
-            let ok = line.withUTF8 { bytes in
-                isStdin ? Console.writeAll(writeFD, UnsafeRawBufferPointer(bytes)) : Self.sendAll(writeFD, UnsafeRawBufferPointer(bytes))
+            if isStdin {
+                let ok = line.withUTF8 { Console.writeAll(writeFD, UnsafeRawBufferPointer($0)) }
+                if !ok { writeFD = -1 }
+                return ok
             }
-            if !ok && !isStdin {
-                // Too slow or gone: drop it; its reader sees the end and closes the descriptor.
-                shutdown(writeFD, Int32(SHUT_RDWR))
-                writeFD = -1
+            let queued = outbox.count - outboxStart
+            guard queued + line.utf8.count <= Self.maxOutboxBytes else {
+                Console.err("harmonia-play: control client dropped: it did not read its replies (\(queued) bytes waiting)")
+                drop()
+                return false
             }
-            return ok
+            outbox.append(contentsOf: line.utf8)
+            lock.broadcast()
+            return true
+        }
+    }
+
+    /// Ends the connection at once: the writer stops, the reader sees the end. Guarded by `lock`.
+    private func drop() {
+        Glibc.shutdown(writeFD, Int32(SHUT_RDWR))
+        writeFD = -1
+        outbox = []
+        outboxStart = 0
+        lock.broadcast()
+    }
+
+    /// The client's input ended: its writer ends after sending what is queued.
+    func finishWriting() {
+        lock.withLock {
+            finishing = true
+            lock.broadcast()
+        }
+    }
+
+    /// Starts the socket client's writer thread. `fd` stays open until both
+    /// the reader (which calls `threadEnded` itself) and the writer end.
+    func startWriter(fd: Int32) {
+        lock.withLock { threadsRunning = 2 }
+        let thread = Thread { [self] in
+            writeLoop(fd)
+            threadEnded(fd)
+        }
+        thread.name = "control-writer"
+        thread.start()
+    }
+
+    /// One of the socket client's two threads ended; the last closes `fd`.
+    func threadEnded(_ fd: Int32) {
+        let last = lock.withLock { () -> Bool in
+            threadsRunning -= 1
+            return threadsRunning == 0
+        }
+        guard last else { return }
+        close(fd)
+        onEnd?()
+    }
+
+    private func writeLoop(_ fd: Int32) {
+        var chunk = [UInt8]()
+        while true {
+            let more = lock.withLock { () -> Bool in
+                while writeFD >= 0 && outboxStart == outbox.count && !finishing { lock.wait() }
+                guard writeFD >= 0, outboxStart < outbox.count else { return false }
+                chunk.removeAll(keepingCapacity: true)
+                chunk.append(contentsOf: outbox[outboxStart..<min(outbox.count, outboxStart + 65_536)])
+                return true
+            }
+            guard more else { break }
+            let sent = chunk.withUnsafeBytes { Self.sendAll(fd, $0) }
+            let stop = lock.withLock { () -> Bool in
+                guard sent, writeFD >= 0 else {
+                    if writeFD >= 0 { drop() }  // gone: the reader sees the end
+                    return true
+                }
+                outboxStart += chunk.count
+                if outboxStart == outbox.count || outboxStart > Self.maxOutboxBytes {
+                    outbox.removeFirst(outboxStart)
+                    outboxStart = 0
+                }
+                return false
+            }
+            if stop { break }
+        }
+        // Everything is sent (or the client is gone): end the connection.
+        lock.withLock {
+            if writeFD >= 0 { drop() }
         }
     }
 
@@ -68,9 +165,6 @@ final class ControlClient: @unchecked Sendable {
             lock.broadcast()
         }
     }
-
-    /// Stops writing to the client (a socket's descriptor is closed by its reader).
-    func markClosed() { lock.withLock { writeFD = -1 } }
 
     /// `send` with MSG_NOSIGNAL: a client that went away is an error, not SIGPIPE.
     private static func sendAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
@@ -104,7 +198,8 @@ final class ControlServer: @unchecked Sendable {
     let transport: ControlTransport
     private let lock = ConditionLock()
     // Guarded by `lock`.
-    private var clients: [ObjectIdentifier: ControlClient] = [:]
+    /// By descriptor (the stdin client under 0).
+    private var clients: [Int32: ControlClient] = [:]
     private var listenFD: Int32 = -1
     private var post: (@Sendable (ControlMessage) -> Void)?
 
@@ -126,7 +221,7 @@ final class ControlServer: @unchecked Sendable {
         switch transport {
         case .stdin:
             let client = ControlClient(writeFD: 1, isStdin: true)
-            lock.withLock { clients[ObjectIdentifier(client)] = client }
+            lock.withLock { clients[0] = client }
             startReader(fd: 0, client: client)
         case .unix:
             let fd = lock.withLock { listenFD }
@@ -161,13 +256,10 @@ final class ControlServer: @unchecked Sendable {
     private func startReader(fd: Int32, client: ControlClient) {
         let thread = Thread { [self] in
             readLines(fd: fd, client: client)
-            // Stdout stays open for events after stdin ends.
-            if !client.isStdin {
-                lock.withLock { _ = clients.removeValue(forKey: ObjectIdentifier(client)) }
-                client.markClosed()
-                close(fd)
-            }
+            // After the client's last line: its replies go out, then it closes
+            // (ControlSession calls finishWriting). Stdout stays open for events.
             deliver(.closed(client), from: client)
+            if !client.isStdin { client.threadEnded(fd) }
         }
         thread.name = "control-reader"
         thread.start()
@@ -219,6 +311,11 @@ final class ControlServer: @unchecked Sendable {
 
     // MARK: - The Unix socket
 
+    /// Forgets a client whose connection closed (its descriptor number may be reused).
+    private func remove(fd: Int32) {
+        lock.withLock { _ = clients.removeValue(forKey: fd) }
+    }
+
     private func acceptLoop(_ listenFD: Int32) {
         while true {
             let fd = accept(listenFD, nil, nil)
@@ -226,11 +323,9 @@ final class ControlServer: @unchecked Sendable {
                 if errno == EINTR || errno == ECONNABORTED { continue }
                 return  // closed by shutdown()
             }
-            // A client that stops reading is dropped instead of holding up the player.
-            var timeout = timeval(tv_sec: 2, tv_usec: 0)
-            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-            let client = ControlClient(writeFD: fd, isStdin: false)
-            lock.withLock { clients[ObjectIdentifier(client)] = client }
+            let client = ControlClient(writeFD: fd, isStdin: false, onEnd: { [weak self] in self?.remove(fd: fd) })
+            lock.withLock { clients[fd] = client }
+            client.startWriter(fd: fd)
             startReader(fd: fd, client: client)
         }
     }
@@ -276,7 +371,7 @@ final class ControlServer: @unchecked Sendable {
             throw CoreError(category, "--control unix:\(path): \(String(cString: strerror(bindErrno)))")
         }
         chmod(path, 0o600)
-        guard Glibc.listen(fd, 16) == 0 else {
+        guard Glibc.listen(fd, SOMAXCONN) == 0 else {
             close(fd)
             unlink(path)
             throw .ioError("--control unix:\(path): listen: \(String(cString: strerror(errno)))")

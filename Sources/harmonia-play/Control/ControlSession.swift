@@ -56,7 +56,10 @@ final class ControlSession {
             return .continue
         case .closed(let client):
             client.releaseSlot()
-            guard client.isStdin else { return .continue }
+            guard client.isStdin else {
+                client.finishWriting()  // the replies to its last lines are queued: they go out, then it closes
+                return .continue
+            }
             waitsForCommands = false
             return .inputClosed
         }
