@@ -20,7 +20,7 @@ PULSE_DIR ?= /tmp/harmonia-pulse-$(shell id -u)-$(shell printf '%s' "$(CURDIR)" 
 WITH_PULSE = bash Tests/pulse-test-server.sh start $(PULSE_DIR) && status=0; \
 	HARMONIA_PULSE_DIR=$(PULSE_DIR)
 
-.PHONY: all deps swift build release demo test test-unit test-hostile test-asan test-tsan vectors fuzz bench clean
+.PHONY: all deps swift build release demo test test-unit test-hostile test-examples test-asan test-tsan vectors fuzz bench clean
 
 all: build
 
@@ -71,7 +71,7 @@ demo: build
 # The whole suite; then the FFmpeg adapter again under AddressSanitizer and
 # LeakSanitizer (no leak, no use-after-free, bad inputs included), and the
 # real-time path under ThreadSanitizer — each in its own build folder.
-test: test-unit test-hostile test-asan test-tsan
+test: test-unit test-hostile test-examples test-asan test-tsan
 
 # Hostile files (specs/hardening.md §Hostile files): Tests/Hostile/hostile_files.py
 # writes ~200 files with absurd headers, tags and sizes plus seeded mutations
@@ -87,6 +87,12 @@ test-hostile: deps swift
 	python3 Tests/Hostile/hostile_files.py Tests/Fixtures $(HOSTILE_DIR) --mutations $(HOSTILE_MUTATIONS)
 	python3 Tests/Hostile/run_hostile.py $$($(SWIFT) build --show-bin-path)/harmonia-play $(HOSTILE_DIR)
 	rm -rf $(HOSTILE_DIR)
+
+# The README's programs (`// Example: NAME` blocks) built verbatim in a
+# scratch package that depends on this checkout: no error, no warning, and
+# the tags-only program links no libpulse.
+test-examples: deps swift
+	SWIFT="$(SWIFT)" bash Tests/Examples/build-readme-examples.sh $(CURDIR)
 
 test-unit: deps swift
 	$(SWIFT) build --build-tests

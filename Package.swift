@@ -35,10 +35,12 @@ let package = Package(
             pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
+        // No pkgConfig: libpulse's cflags (-D_REENTRANT -pthread) are flags
+        // SwiftPM prohibits, and it warns about them in every dependent
+        // package's build. The headers are in /usr/include; the module map links.
         .systemLibrary(
             name: "CPulseAudio",
             path: "CShims/CPulseAudio",
-            pkgConfig: "libpulse",
             providers: [.apt(["libpulse-dev"])]
         ),
         // libFuzzer's driver entry point, declared only: linked by the fuzz build (Tests/Fuzz/fuzz.sh).

@@ -15,7 +15,7 @@ import HarmoniaPulseAudio
 ///
 /// ```swift
 /// let factory = CoreFactory()
-/// let player = try factory.makePlaybackService()
+/// let player = factory.makePlaybackService()
 /// try player.load(url: "song.flac")
 /// try player.play()
 /// ```

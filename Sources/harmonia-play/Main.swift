@@ -29,6 +29,7 @@ struct HarmoniaPlay: ParsableCommand {
               harmonia-play decode song.opus -o song.f32
               harmonia-play vectors specs/vectors/*.json
             """,
+        version: HarmoniaVersion.string,
         subcommands: [PlayCommand.self, InfoCommand.self, DecodeCommand.self, VectorsCommand.self],
         defaultSubcommand: PlayCommand.self
     )

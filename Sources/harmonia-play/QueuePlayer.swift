@@ -50,7 +50,7 @@ struct QueuePlayer {
                 // Still running: held up where no flag reaches. End as the
                 // main loop would: terminal, socket file, 128 + signal.
                 Terminal.restore(newline: true)
-                server?.shutdown()
+                server?.shutdown(drainSeconds: 0)
                 _exit(128 + signo)
             }
         }

@@ -63,6 +63,35 @@ struct SpecConsistencyTests {
         }
     }
 
+    @Test("every requirement of a public protocol in Ports/ and Services/ appears in a spec's Swift listing")
+    func requirementsListed() throws {
+        // The ```swift blocks of the specs that list the protocols.
+        var listings = ""
+        for spec in ["ports.md", "realtime.md", "services.md"] {
+            let text = try String(contentsOfFile: Self.root + "/specs/" + spec, encoding: .utf8)
+            let blocks = text.components(separatedBy: "```swift").dropFirst().map { $0.components(separatedBy: "```")[0] }
+            listings += blocks.joined(separator: "\n")
+        }
+        let proto = try NSRegularExpression(pattern: #"public protocol (\w+)[^{]*\{(.*?)\n\}"#, options: [.dotMatchesLineSeparators])
+        let requirement = try NSRegularExpression(pattern: #"^\s*(?:func (\w+)\(|var (\w+):)"#, options: [.anchorsMatchLines])
+        var checked = 0
+        for file in Self.swiftFiles(under: "Sources/HarmoniaCore/Ports") + Self.swiftFiles(under: "Sources/HarmoniaCore/Services") {
+            let text = try String(contentsOfFile: file, encoding: .utf8)
+            for match in proto.matches(in: text, range: NSRange(text.startIndex..., in: text)) {
+                let name = String(text[Range(match.range(at: 1), in: text)!])
+                let body = String(text[Range(match.range(at: 2), in: text)!])
+                for req in requirement.matches(in: body, range: NSRange(body.startIndex..., in: body)) {
+                    let isFunc = req.range(at: 1).location != NSNotFound
+                    let member = String(body[Range(req.range(at: isFunc ? 1 : 2), in: body)!])
+                    checked += 1
+                    let listed = listings.contains(isFunc ? "func \(member)(" : "var \(member):")
+                    #expect(listed, "\(name).\(member) (\(file)) is in no spec's Swift listing")
+                }
+            }
+        }
+        #expect(checked >= 40)
+    }
+
     @Test("HarmoniaCore imports no C library: adapters live in their own modules")
     func coreIsPlatformNeutral() throws {
         for file in Self.swiftFiles(under: "Sources/HarmoniaCore") {

@@ -266,7 +266,8 @@ struct HarmoniaPlayControlTests {
         let started = try #require(names.firstIndex(of: "track_started"))
         let ended = try #require(names.firstIndex(of: "track_ended"))
         #expect(firstState < ended && started < ended)
-        #expect(names.last == "state_changed")
+        // The end: queue_ended, then stopped.
+        #expect(names.suffix(2) == ["queue_ended", "state_changed"])
         #expect((objects.last?["data"] as? [String: Any])?["state"] as? String == "stopped")
         let track = (objects[started]["data"] as? [String: Any])?["track"] as? [String: Any]
         #expect(track?["url"] as? String == Self.wav)

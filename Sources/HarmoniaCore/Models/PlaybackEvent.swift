@@ -36,6 +36,9 @@ public enum PlaybackEvent: Sendable, Equatable {
     /// attempt and its resumption, the station's description
     /// (specs/network.md §Events lists them).
     case network(NetworkEvent, url: String)
+    /// Playback reached the end of the queue: after the last `trackEnded`,
+    /// before the state's change to `stopped` (`error` when the last track failed).
+    case queueEnded
 
     /// The event's name as used in JSON event streams.
     public var name: String {
@@ -49,6 +52,7 @@ public enum PlaybackEvent: Sendable, Equatable {
         case .queueChanged: "queue_changed"
         case .underrun: "underrun"
         case .error: "error"
+        case .queueEnded: "queue_ended"
         case .network(let event, _):
             switch event {
             case .connecting: "connecting"

@@ -117,14 +117,31 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
         }
     }
 
-    deinit {
-        engine.withLock {
+    deinit { shutdown() }
+
+    /// Guarded by `engine`.
+    private func checkNotShutDown(_ call: String) throws(CoreError) {
+        if control.shuttingDown { throw .invalidState("\(call): the service was shut down; make a new one") }
+    }
+
+    /// Stops playback for good: the output stops, every open track closes,
+    /// the decode thread ends and every `events()` stream finishes (so a
+    /// `for await` over it ends). Idempotent; deinit calls it. Afterwards
+    /// `load`, `jump` and `play` throw `invalidState`; reads still answer.
+    public func shutdown() {
+        let first = engine.withLock { () -> Bool in
+            guard !control.shuttingDown else { return false }
             control.shuttingDown = true
             engine.broadcast()
+            return true
         }
+        guard first else { return }
         outputEvents?.close()
         output.stop()
-        for open in allOpenTracks() where !open.closed { decoder.close(open.handle) }
+        engine.withLock {
+            for open in allOpenTracks() where !open.closed { closeTrack(open) }
+            if currentState != .stopped { setState(.stopped) }
+        }
         hub.finish()
     }
 
@@ -145,10 +162,22 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
     }
 
     public func duration() -> Double { published.withLock { publishedDuration } }
-    public var volume: Float { published.withLock { publishedVolume } }
+    /// Setting it is `setVolume(_:)`.
+    public var volume: Float {
+        get { published.withLock { publishedVolume } }
+        set { setVolume(newValue) }
+    }
     public var queue: [Track] { published.withLock { publishedQueue.tracks } }
-    public var repeatMode: RepeatMode { published.withLock { publishedQueue.repeatMode } }
-    public var shuffle: Bool { published.withLock { publishedQueue.shuffled } }
+    /// Setting it is `setRepeatMode(_:)`.
+    public var repeatMode: RepeatMode {
+        get { published.withLock { publishedQueue.repeatMode } }
+        set { setRepeatMode(newValue) }
+    }
+    /// Setting it is `setShuffle(_:)`.
+    public var shuffle: Bool {
+        get { published.withLock { publishedQueue.shuffled } }
+        set { setShuffle(newValue) }
+    }
 
     public var currentIndex: Int? {
         published.withLock { publishedCurrentID.flatMap { publishedQueue.index(of: $0) } }
@@ -188,6 +217,7 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
 
     public func load(url: String) throws(CoreError) {
         try engine.withLock { () throws(CoreError) in
+            try checkNotShutDown("load")
             guard !url.isEmpty else { throw .invalidArgument("load: the url is empty") }
             endHeardTrack(reason: .skipped)
             invalidateDecodedAudio()
@@ -219,7 +249,9 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
     public func play() throws(CoreError) {
         try engine.withLock { () throws(CoreError) in
             switch currentState {
-            case .stopped: throw .invalidState("play: nothing is loaded; load a file first")
+            case .stopped:
+                try checkNotShutDown("play")
+                throw .invalidState("play: nothing is loaded; load a file first")
             case .error(let error): throw .invalidState("play: playback failed (\(error)); load a file to recover")
             case .playing, .buffering: return
             case .paused: break
@@ -402,6 +434,7 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
 
     public func jump(to index: Int) throws(CoreError) {
         try engine.withLock { () throws(CoreError) in
+            try checkNotShutDown("jump")
             try checkIndex(index, "jump")
             endHeardTrack(reason: .skipped)
             try switchTo(index)
@@ -938,6 +971,7 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
                 invalidateDecodedAudio()
                 closeAllTracks()
                 stopOutputAndTimeline()
+                hub.emit(.queueEnded)
                 if let failure {
                     setState(.error(failure))
                 } else {

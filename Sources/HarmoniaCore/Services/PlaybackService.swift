@@ -89,7 +89,8 @@ public protocol PlaybackService: AnyObject, Sendable {
     func clearPlaybackRange()
 
     // MARK: Further than the reference
-    var volume: Float { get }
+    /// 0…1, applied to audio decoded from now on; setting it is `setVolume(_:)`.
+    var volume: Float { get set }
     /// A new stream of every event from now on; several may be open at once.
     func events() -> AsyncStream<PlaybackEvent>
 
@@ -106,9 +107,21 @@ public protocol PlaybackService: AnyObject, Sendable {
     func previous() throws(CoreError)
     /// Makes entry `index` current, keeping play or pause (stopped → paused).
     func jump(to index: Int) throws(CoreError)
-    var repeatMode: RepeatMode { get }
+    /// Setting it is `setRepeatMode(_:)`.
+    var repeatMode: RepeatMode { get set }
     func setRepeatMode(_ mode: RepeatMode)
-    var shuffle: Bool { get }
+    /// Setting it is `setShuffle(_:)`.
+    var shuffle: Bool { get set }
     func setShuffle(_ enabled: Bool)
     func setReplayGain(_ settings: ReplayGainSettings)
+}
+
+extension PlaybackService {
+    /// Whether sound is on or due: `playing`, or `buffering` (waiting for data).
+    public var isPlaying: Bool {
+        switch state {
+        case .playing, .buffering: true
+        default: false
+        }
+    }
 }

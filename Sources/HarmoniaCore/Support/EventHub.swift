@@ -12,16 +12,22 @@ public final class EventHub<Event: Sendable>: @unchecked Sendable {
     private var streams: [Int: AsyncStream<Event>.Continuation] = [:]
     private var observers: [Int: @Sendable (Event) -> Void] = [:]
     private var nextID = 0
+    private var finished = false
 
     public init() {}
 
     /// A new stream of every event from now on.
     public func stream() -> AsyncStream<Event> {
         let (stream, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(1024))
-        let id = lock.withLock { () -> Int in
+        let id = lock.withLock { () -> Int? in
+            guard !finished else { return nil }
             nextID += 1
             streams[nextID] = continuation
             return nextID
+        }
+        guard let id else {
+            continuation.finish()  // after `finish`: a stream that ends at once
+            return stream
         }
         continuation.onTermination = { [weak self] _ in
             guard let self else { return }
@@ -41,14 +47,19 @@ public final class EventHub<Event: Sendable>: @unchecked Sendable {
 
     /// Sends `event` to every observer (on this thread) and every stream.
     public func emit(_ event: Event) {
-        let (streams, observers) = lock.withLock { (Array(self.streams.values), Array(self.observers.values)) }
+        let (streams, observers) = lock.withLock { finished ? ([], []) : (Array(self.streams.values), Array(self.observers.values)) }
         for observer in observers { observer(event) }
         for continuation in streams { continuation.yield(event) }
     }
 
-    /// Ends every stream.
+    /// Ends every stream, and every stream asked for later; observers get no
+    /// more events. Idempotent.
     public func finish() {
-        let streams = lock.withLock { Array(self.streams.values) }
+        let streams = lock.withLock { () -> [AsyncStream<Event>.Continuation] in
+            finished = true
+            observers.removeAll()
+            return Array(self.streams.values)
+        }
         for continuation in streams { continuation.finish() }
     }
 }

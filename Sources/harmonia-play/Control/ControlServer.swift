@@ -136,6 +136,7 @@ final class ControlClient: @unchecked Sendable {
                     return true
                 }
                 outboxStart += chunk.count
+                lock.broadcast()  // a drain may wait for this
                 if outboxStart == outbox.count || outboxStart > Self.maxOutboxBytes {
                     outbox.removeFirst(outboxStart)
                     outboxStart = 0
@@ -147,6 +148,19 @@ final class ControlClient: @unchecked Sendable {
         // Everything is sent (or the client is gone): end the connection.
         lock.withLock {
             if writeFD >= 0 { drop() }
+        }
+    }
+
+    /// Waits until everything queued is sent, the client is gone, or
+    /// `deadline` (monotonic seconds) passes: the last replies (a `quit`'s)
+    /// go out before the process exits.
+    func drain(until deadline: Double) {
+        lock.withLock {
+            while writeFD >= 0 && outboxStart < outbox.count {
+                let left = deadline - monotonicNow()
+                if left <= 0 { return }
+                lock.wait(seconds: left)
+            }
         }
     }
 
@@ -237,9 +251,12 @@ final class ControlServer: @unchecked Sendable {
         for client in lock.withLock({ Array(clients.values) }) { client.send(text) }
     }
 
-    /// Stops listening and removes the socket file.
-    func shutdown() {
+    /// Stops listening and removes the socket file, after giving each
+    /// client up to `drainSeconds` (in all) to receive what is queued for it.
+    func shutdown(drainSeconds: Double = 1) {
         guard case .unix(let path) = transport else { return }
+        let deadline = monotonicNow() + drainSeconds
+        for client in lock.withLock({ Array(clients.values) }) { client.drain(until: deadline) }
         let fd = lock.withLock { () -> Int32 in
             defer { listenFD = -1 }
             return listenFD
@@ -378,4 +395,11 @@ final class ControlServer: @unchecked Sendable {
         }
         return fd
     }
+}
+
+/// Monotonic seconds (CLOCK_MONOTONIC).
+private func monotonicNow() -> Double {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
 }

@@ -24,7 +24,7 @@ enum EventJSON {
             return .object([("position", number(seconds))])
         case .volumeChanged(let volume):
             return .object([("volume", percent(volume))])
-        case .queueChanged:
+        case .queueChanged, .queueEnded:
             return .object([])
         case .underrun(let count):
             return .object([("count", .int(Int64(count)))])

@@ -94,6 +94,40 @@ import Testing
         #expect(isCounting(heard[...]))
         #expect(h.events.contains(.error(.decodeError("corrupt packet"), url: "a")))
         #expect(ended(h.events) == ["a:failed", "b:finished"])
+        // The order (specs/services.md §Events): the error when the decoder
+        // fails, the track's end when the listener reaches the failure, and
+        // queueEnded before the last state change.
+        let names = h.events.map(\.name)
+        let error = try #require(names.firstIndex(of: "error"))
+        let failedEnd = try #require(h.events.firstIndex { if case .trackEnded(_, _, .failed) = $0 { true } else { false } })
+        #expect(error < failedEnd)
+        #expect(names.suffix(2) == ["queue_ended", "state_changed"])
+        #expect(h.events.last == .stateChanged(.stopped))
+    }
+
+    @Test("Swift-style API: settable volume, repeatMode and shuffle, isPlaying; shutdown finishes every events() stream")
+    func swiftStyleAPI() async throws {
+        let h = ServiceHarness(["a": .init(frames: 441_000)])
+        let service: any PlaybackService = h.service
+        service.volume = 0.25
+        service.repeatMode = .all
+        service.shuffle = true
+        #expect(service.volume == 0.25 && service.repeatMode == .all && service.shuffle)
+        #expect(!service.isPlaying)
+        try service.load(url: "a")
+        try service.play()
+        #expect(service.isPlaying)
+        let events = h.service.events()
+        h.service.shutdown()
+        h.service.shutdown()  // idempotent
+        var received: [PlaybackEvent] = []
+        for await event in events { received.append(event) }  // ends: the stream was finished
+        #expect(received.last == .stateChanged(.stopped), "\(received)")
+        var later = 0
+        for await _ in h.service.events() { later += 1 }  // a stream asked for afterwards ends at once
+        #expect(later == 0)
+        #expect(h.service.state == .stopped)
+        #expect(throws: CoreError.self) { try h.service.load(url: "a") }
     }
 
     @Test("jumping to a bad entry skips to the next good one; a queue of only bad entries ends in error")

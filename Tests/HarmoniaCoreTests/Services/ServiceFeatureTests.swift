@@ -199,6 +199,7 @@ struct FixedTagReader: TagReaderPort {
         #expect(h.service.state == .buffering)
         // Enough arrives: sound resumes at the exact next frame.
         h.decoder.moveStall("net", to: 300_000)
+        h.settle()  // the decode thread gathers 1.5 s and resumes the output
         let heard = h.listen(frames: 20_000)
         #expect(h.service.state == .playing)
         #expect(heard.count == 20_000)

@@ -1,0 +1,3 @@
+// `import HarmoniaLinux` is enough for an application: the core's models,
+// ports and services come with the factory.
+@_exported import HarmoniaCore
