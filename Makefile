@@ -20,7 +20,7 @@ PULSE_DIR ?= /tmp/harmonia-pulse-$(shell id -u)-$(shell printf '%s' "$(CURDIR)" 
 WITH_PULSE = bash Tests/pulse-test-server.sh start $(PULSE_DIR) && status=0; \
 	HARMONIA_PULSE_DIR=$(PULSE_DIR)
 
-.PHONY: all deps swift build release demo test test-unit test-hostile test-examples test-asan test-tsan vectors fuzz bench clean
+.PHONY: all deps swift build release demo docs test test-unit test-hostile test-examples test-asan test-tsan vectors fuzz bench clean
 
 all: build
 
@@ -87,6 +87,18 @@ test-hostile: deps swift
 	python3 Tests/Hostile/hostile_files.py Tests/Fixtures $(HOSTILE_DIR) --mutations $(HOSTILE_MUTATIONS)
 	python3 Tests/Hostile/run_hostile.py $$($(SWIFT) build --show-bin-path)/harmonia-play $(HOSTILE_DIR)
 	rm -rf $(HOSTILE_DIR)
+
+# DocC for HarmoniaCore and HarmoniaLinux (swift-docc-plugin), static sites
+# in .build/docs/<target>, with DocC's coverage of the public symbols.
+DOCS_DIR := $(CURDIR)/.build/docs
+docs: deps swift
+	@for target in HarmoniaCore HarmoniaLinux; do \
+	  $(SWIFT) package generate-documentation --target $$target --transform-for-static-hosting \
+	    --experimental-documentation-coverage --coverage-summary-level brief || exit 1; \
+	  rm -rf $(DOCS_DIR)/$$target && mkdir -p $(DOCS_DIR) && \
+	  cp -R .build/plugins/Swift-DocC/outputs/$$target.doccarchive $(DOCS_DIR)/$$target || exit 1; \
+	done
+	@echo "make docs: $(DOCS_DIR)/HarmoniaCore, $(DOCS_DIR)/HarmoniaLinux"
 
 # The README's programs (`// Example: NAME` blocks) built verbatim in a
 # scratch package that depends on this checkout: no error, no warning, and
