@@ -27,10 +27,14 @@ struct InfoCommand: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Save the embedded cover (JPEG or PNG bytes as stored) to PATH; one input only.", valueName: "PATH"))
     var artwork: String?
 
+    @Option(name: .long, help: ArgumentHelp("Files read at once (default: the number of cores); the output keeps the input order.", valueName: "N"))
+    var jobs: Int?
+
     @Argument(help: "Audio files, URLs or folders.")
     var inputs: [String]
 
     func validate() throws {
+        if let jobs, !(1...256).contains(jobs) { throw ValidationError("--jobs must be between 1 and 256") }
         if let artwork {
             guard !artwork.isEmpty else { throw ValidationError("--artwork needs a file path to write the cover to") }
             guard inputs.count == 1 else { throw ValidationError("--artwork takes exactly one input; got \(inputs.count)") }
@@ -41,12 +45,17 @@ struct InfoCommand: ParsableCommand {
         let tagReader = FFmpegTagReaderAdapter()
         let expansion = InputExpander(cueSheets: CueSheetFileAdapter(), report: Console.report).expandFolders(inputs)
         var failed = expansion.failures > 0
-        for input in expansion.tracks.map(\.url) {
-            do {
-                let (tags, stream) = try tagReader.readWithStreamInfo(url: input)
-                let fields = Self.fields(url: input, tags: tags, stream: stream)
+        let urls = expansion.tracks.map(\.url)
+        let workers = min(jobs ?? ProcessInfo.processInfo.activeProcessorCount, max(urls.count, 1))
+        // Read on `workers` threads, print on this one in input order.
+        OrderedWork.run(count: urls.count, workers: workers, work: { index in
+            Result { () throws(CoreError) in try tagReader.readWithStreamInfo(url: urls[index]) }
+        }, deliver: { index, result in
+            let input = urls[index]
+            do throws(CoreError) {
+                let (tags, stream) = try result.get()
                 if json {
-                    Console.out(JSONValue.object(fields).serialized)
+                    Console.out(JSONValue.object(Self.fields(url: input, tags: tags, stream: stream)).serialized)
                 } else {
                     Console.out(Self.readable(url: input, tags: tags, stream: stream))
                 }
@@ -55,7 +64,7 @@ struct InfoCommand: ParsableCommand {
                 failed = true
                 Console.report(input, error)
             }
-        }
+        })
         if failed { throw ExitCode(1) }
     }
 
@@ -145,5 +154,62 @@ enum TimeFormat {
         func two(_ v: Int64) -> String { v < 10 ? "0\(v)" : "\(v)" }
         let frac = String(ms + 1000).dropFirst()
         return h > 0 ? "\(h):\(two(m)):\(two(s)).\(frac)" : "\(m):\(two(s)).\(frac)"
+    }
+}
+
+/// Work on items 0..<count on a few threads, delivered in order on the
+/// calling thread as soon as each item and all before it are done. At most
+/// `2 × workers` results wait to be delivered, so memory does not grow with
+/// the number of items.
+enum OrderedWork {
+    static func run<T>(count: Int, workers: Int, work: @escaping @Sendable (Int) -> T, deliver: (Int, T) -> Void) {
+        guard count > 0 else { return }
+        guard workers > 1 else {
+            for index in 0..<count { deliver(index, work(index)) }
+            return
+        }
+        let state = OrderedWorkState<T>(window: 2 * workers)
+        for _ in 0..<workers {
+            Thread {
+                while let index = state.take(count: count) { state.put(index, work(index)) }
+            }.start()
+        }
+        for index in 0..<count { deliver(index, state.wait(for: index)) }
+    }
+}
+
+final class OrderedWorkState<T>: @unchecked Sendable {
+    private let lock = ConditionLock()
+    private var next = 0
+    private var delivered = 0
+    private var done: [Int: T] = [:]
+    private let window: Int
+
+    init(window: Int) { self.window = window }
+
+    /// The next item to work on, once it is within the window; nil when none is left.
+    func take(count: Int) -> Int? {
+        lock.withLock {
+            while next < count && next >= delivered + window { lock.wait() }
+            guard next < count else { return nil }
+            next += 1
+            return next - 1
+        }
+    }
+
+    func put(_ index: Int, _ value: T) {
+        lock.withLock {
+            done[index] = value
+            lock.broadcast()
+        }
+    }
+
+    func wait(for index: Int) -> T {
+        lock.withLock {
+            while done[index] == nil { lock.wait() }
+            delivered = index + 1
+            lock.broadcast()
+            return done.removeValue(forKey: index)!
+        }
     }
 }

@@ -54,6 +54,19 @@ struct HarmoniaPlayInfoTests {
         #expect(errors.last?.hasPrefix("harmonia-play: \(text): unsupported: ") == true)
     }
 
+    @Test("--jobs reads files on several threads; the output is the one-thread output, in input order, errors included")
+    func jobsKeepOrder() throws {
+        let folder = Fixtures.root + "/audio"
+        let missing = "/nonexistent/harmonia-missing.flac"
+        let one = try ProcessRunner.harmoniaPlay(["info", "--json", "--jobs", "1", folder, missing, folder])
+        let many = try ProcessRunner.harmoniaPlay(["info", "--json", "--jobs", "4", folder, missing, folder])
+        #expect(one.status == 1 && many.status == 1)
+        #expect(one.stdoutText.split(separator: "\n").count > 20)
+        #expect(many.stdoutText == one.stdoutText)
+        #expect(many.stderrText == one.stderrText)
+        #expect(try ProcessRunner.harmoniaPlay(["info", "--jobs", "0", folder]).status == 2)
+    }
+
     @Test("usage errors exit 2; --help exits 0")
     func usage() throws {
         #expect(try ProcessRunner.harmoniaPlay(["info"]).status == 2)
