@@ -494,6 +494,9 @@ final class FFmpegDecodeSession {
 
     private func skipCorrupt(_ error: FFmpegError) throws(CoreError) {
         let at = Self.time(nextDecodedPosition ?? position, sampleRate)
+        // Interrupted (a signal, quit): the packet was cut short by us, not
+        // damaged; nothing to report, and nothing more to read.
+        if input.readGuard.interrupt.isSet { throw .ioError("\(input.url): reading was interrupted") }
         consecutiveErrors += 1
         // The next good frame's timestamp shows the gap (filled with silence).
         logger.warn("\(input.url): skipped corrupt data near \(at) (\(error))")
