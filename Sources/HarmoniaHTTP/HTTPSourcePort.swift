@@ -3,7 +3,7 @@ import HarmoniaCore
 
 /// The numbers of the network policy. Every field has the default that
 /// specs/network.md documents.
-public struct HTTPSourceConfiguration: Sendable, Equatable {
+public struct HTTPSourceConfiguration: Sendable {
     /// Seconds without a byte of data after which a source gives up with `ioError`.
     public var networkTimeout: Double = 15
     /// Seconds an open connection (or a connection attempt) may bring nothing
@@ -17,6 +17,13 @@ public struct HTTPSourceConfiguration: Sendable, Equatable {
     /// redirect to another).
     public var headers: [String] = []
     public var userAgent = "HarmoniaCore-Linux"
+    /// Asked for a fresh link when the server refuses the current one (401,
+    /// 403, 410: a signed URL that expired), with the track's original URL
+    /// and the status; the stream then resumes at the same byte from the
+    /// returned URL. Called on the source's transfer thread; it may block
+    /// (ask a server, wait for a client) — the source waits. nil: the
+    /// source fails with `ioError`. Without it, a refusal fails at once.
+    public var renewLink: (@Sendable (_ url: String, _ status: Int) -> String?)?
     /// Verify https certificates against the system's trust store.
     public var verifyTLS = true
     public var maxRedirects = 8

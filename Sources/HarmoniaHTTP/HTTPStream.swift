@@ -57,7 +57,15 @@ final class HTTPStream: ByteSource, CurlTransferDelegate, @unchecked Sendable {
     /// Reconnect attempts since data last flowed (0 while it flows).
     private var attempt = 0
 
+    /// A refused link (401, 403, 410) the transfer thread asks `renewLink` to replace. Guarded by `lock`.
+    private var expiredStatus: Int?
+    /// Links renewed so far; a link refused again after this many renewals fails.
+    private var renewals = 0
+    private static let maxRenewals = 8
+
     // MARK: Transfer-thread state (one response at a time)
+    /// The URL requested now: `url`, or the fresh link that replaced it.
+    private var currentURL: String
     private var response = ResponseHead()
     private var icy: ICYDeinterleaver?
     private var announcedStation = false
@@ -68,6 +76,7 @@ final class HTTPStream: ByteSource, CurlTransferDelegate, @unchecked Sendable {
         self.configuration = configuration
         self.observer = observer
         self.interrupted = interrupted
+        currentURL = url
         lastData = monotonicSeconds()
         attemptStarted = lastData
     }
@@ -170,8 +179,11 @@ final class HTTPStream: ByteSource, CurlTransferDelegate, @unchecked Sendable {
 
     private func runTransfers() {
         while true {
+            if let status = lock.withLock({ () -> Int? in defer { expiredStatus = nil }; return expiredStatus }) {
+                guard renew(after: status) else { return }
+            }
             guard let start = nextAttemptStart() else { return }
-            let request = CurlRequest(url: url, start: start, headers: configuration.headers, userAgent: configuration.userAgent,
+            let request = CurlRequest(url: currentURL, start: start, headers: configuration.headers, userAgent: configuration.userAgent,
                                       verifyTLS: configuration.verifyTLS, maxRedirects: configuration.maxRedirects,
                                       connectTimeout: min(configuration.stallTimeout, configuration.networkTimeout))
             response = ResponseHead()
@@ -202,6 +214,27 @@ final class HTTPStream: ByteSource, CurlTransferDelegate, @unchecked Sendable {
         }
     }
 
+    /// The server refused the link (`status`): says so (`linkExpired`), asks
+    /// the application's `renewLink` for a fresh one (it may block, up to the
+    /// network timeout) and goes on with it at the same byte. False when
+    /// there is none: the stream has failed.
+    private func renew(after status: Int) -> Bool {
+        observer?(.linkExpired(status: status))
+        let fresh = configuration.renewLink?(url, status)
+        return lock.withLock { () -> Bool in
+            defer { lock.broadcast() }
+            guard !cancelled else { return false }
+            guard let fresh, !fresh.isEmpty else {
+                failure = .ioError("\(url): the server refused access (HTTP \(status)) and no fresh link came; fetch a fresh URL")
+                return false
+            }
+            renewals += 1
+            currentURL = fresh
+            lastData = monotonicSeconds()  // asking for a link is not waiting for the network
+            return true
+        }
+    }
+
     /// After one transfer: nil when the stream is finished (ended, failed or
     /// cancelled), else the back-off before the next attempt.
     private func decide(after outcome: CurlOutcome) -> Double? {
@@ -229,6 +262,10 @@ final class HTTPStream: ByteSource, CurlTransferDelegate, @unchecked Sendable {
                     failure = .notFound("\(url): the server answered 404 Not Found; check the URL")
                     return nil
                 case 401, 403, 410:
+                    if configuration.renewLink != nil && renewals < Self.maxRenewals {
+                        expiredStatus = outcome.status  // runTransfers asks for a fresh link
+                        return 0
+                    }
                     failure = .ioError("\(url): the server refused access (HTTP \(outcome.status)); the link may have expired, fetch a fresh URL")
                     return nil
                 case 416 where transferPosition >= (size ?? 1):

@@ -102,7 +102,7 @@ public final class MPRISPlayerAdapter: @unchecked Sendable {
     /// Records a service event: called from the service's observer, on any thread.
     public func post(_ event: PlaybackEvent) {
         switch event {
-        case .position, .underrun, .trackEnded, .error, .network(.connecting, _), .network(.reconnecting, _), .network(.resumed, _):
+        case .position, .underrun, .trackEnded, .error, .network(.connecting, _), .network(.reconnecting, _), .network(.resumed, _), .network(.linkExpired, _):
             return  // nothing a desktop sees changes with these alone
         default:
             break

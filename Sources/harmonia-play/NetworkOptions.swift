@@ -43,9 +43,15 @@ struct NetworkOptions: ParsableArguments {
         return configuration
     }
 
-    /// A decoder that reads http(s) with this policy.
-    func decoder(logger: any LoggerPort = NoopLoggerAdapter()) -> FFmpegDecoderAdapter {
-        let configuration = self.configuration
+    /// A decoder that reads http(s) with this policy. With `renewals`, a
+    /// refused link waits (up to the network timeout) for a control client's
+    /// `renew`; without, it fails at once.
+    func decoder(logger: any LoggerPort = NoopLoggerAdapter(), renewals: LinkRenewals? = nil) -> FFmpegDecoderAdapter {
+        var configuration = self.configuration
+        if let renewals {
+            let timeout = configuration.networkTimeout
+            configuration.renewLink = { url, _ in renewals.wait(for: url, seconds: timeout) }
+        }
         return FFmpegDecoderAdapter(logger: logger, networkTimeout: configuration.networkTimeout,
                                     networkSource: HTTPSourcePort(configuration: configuration),
                                     verifyTLS: configuration.verifyTLS, httpHeaders: configuration.headers)

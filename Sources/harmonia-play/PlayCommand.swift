@@ -198,7 +198,9 @@ struct PlayCommand: ParsableCommand {
         let serviceLogger: any LoggerPort = logLevel <= .info
             ? SwiftLogLoggerAdapter(label: "harmonia", level: logLevel) : NoopLoggerAdapter()
         var factory = CoreFactory(output: factoryOutput, configuration: configuration, logger: serviceLogger)
-        let decoder = network.decoder(logger: SwiftLogLoggerAdapter(label: "harmonia.ffmpeg", level: logLevel))
+        // A client of the control channel may give fresh links for refused ones (`renew`).
+        let renewals = control != nil ? LinkRenewals() : nil
+        let decoder = network.decoder(logger: SwiftLogLoggerAdapter(label: "harmonia.ffmpeg", level: logLevel), renewals: renewals)
         factory.decoder = decoder
         let service = factory.makePlaybackService()
         if volume != 100 { service.setVolume(Float(volume / 100)) }
@@ -220,7 +222,7 @@ struct PlayCommand: ParsableCommand {
 
         // One PlayerActions per service: its remembered mute level is shared
         // by every way of asking (keys and control commands).
-        let actions = PlayerActions(service: service)
+        let actions = PlayerActions(service: service, renewals: renewals)
         let terminal = interactive
             ? TerminalSession.start(service: service, actions: actions)
             : nil

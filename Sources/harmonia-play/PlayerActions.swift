@@ -11,8 +11,12 @@ final class PlayerActions: @unchecked Sendable {
     // Guarded by `lock`: the volume to restore when unmuting.
     private var volumeBeforeMute: Float?
 
-    init(service: DefaultPlaybackService) {
+    /// Fresh links a control client gives (`renew`); nil without a control channel.
+    let renewals: LinkRenewals?
+
+    init(service: DefaultPlaybackService, renewals: LinkRenewals? = nil) {
         self.service = service
+        self.renewals = renewals
     }
 
     /// Plays; from stopped (or after an error), starts the current entry

@@ -171,6 +171,8 @@ struct QueuePlayer {
             return "Now playing: " + Console.oneLine(title)
         case .reconnecting(let attempt, let byte):
             return "Connection lost; reconnecting at byte \(byte) (attempt \(attempt))…"
+        case .linkExpired(let status):
+            return "The server refused the link (HTTP \(status)); asking for a fresh one…"
         case .connecting, .resumed:
             return nil  // the Playing line, and then the sound, say it
         }

@@ -140,6 +140,30 @@ func coreError(_ body: () throws -> Void) -> CoreError? {
         #expect(loop?.message.contains("redirect") == true, "\(String(describing: loop))")
     }
 
+    @Test("a signed link that expires mid-stream: linkExpired, renewLink gives a fresh one, the stream resumes at the same byte")
+    func renewedLink() throws {
+        let server = try FaultHTTPServer()
+        let name = "flac_s16_stereo_44k.flac"
+        let fresh = server.url(name, "fresh=1")
+        let asked = LockedValue<[Int]>([])
+        let network = NetworkDecoder {
+            $0.stallTimeout = 0.5
+            $0.renewLink = { _, status in asked.withLock { $0.append(status) }; return fresh }
+        }
+        #expect(try network.decode(server.url(name, "stall=10000&expire=1")) == localSamples(name))
+        #expect(asked.withLock { $0 } == [403])
+        #expect(network.events.withLock { $0 }.contains(.linkExpired(status: 403)))
+        #expect(server.requests.contains { $0.path.contains("fresh=1") && $0.range == "bytes=10000-" })
+        // Without a fresh link: ioError saying so.
+        let refused = NetworkDecoder {
+            $0.stallTimeout = 0.5
+            $0.renewLink = { _, _ in nil }
+        }
+        let error = coreError { _ = try refused.decode(server.url(name, "stall=10000&expire=1&again=1")) }
+        #expect(error?.category == .ioError)
+        #expect(error?.message.contains("no fresh link") == true, "\(String(describing: error))")
+    }
+
     @Test("ICY radio: the station and its titles are events; the audio is the file's without the metadata")
     func icy() throws {
         let server = try FaultHTTPServer()

@@ -94,6 +94,43 @@ import Testing
         #expect(stalled.stdoutText.contains("Connection lost; reconnecting at byte 12000 (attempt 1)…"), "\(stalled.stdoutText)")
     }
 
+    @Test("--control: a link_expired event, a renew command with a fresh URL, and the stream plays on exactly")
+    func renewOverControl() throws {
+        let server = try FaultHTTPServer()
+        let path = NSTemporaryDirectory() + "hp-renew-\(getpid()).f32"
+        defer { unlink(path) }
+        let url = server.url(Self.mp3, "stall=12000&expire=1")
+        let player = try LineProcess.harmoniaPlay(["--output", "file:" + path, "--control", "stdin", url])
+        let expired = player.stdout.take(timeout: 30) { $0.contains(#""event":"link_expired""#) }
+        #expect(expired?.line.contains(#""status":403"#) == true, "\(String(describing: expired))")
+        let request: [String: Any] = ["message_id": 1, "command": "renew", "args": ["url": url, "new_url": server.url(Self.mp3, "fresh=1")]]
+        player.write(String(decoding: try JSONSerialization.data(withJSONObject: request), as: UTF8.self) + "\n")
+        #expect(player.stdout.take { $0.contains(#""message_id":1"#) && $0.contains(#""result""#) } != nil)
+        #expect(player.stdout.take(timeout: 30) { $0.contains(#""event":"track_ended""#) && $0.contains("finished") } != nil)
+        player.write(#"{"message_id":2,"command":"quit"}"# + "\n")
+        #expect(player.waitForExit() == 0)
+        let (_, local) = try Self.playToFile([Fixtures.named(Self.mp3).path])
+        #expect(!local.isEmpty && FileManager.default.contents(atPath: path) == local)
+    }
+
+    @Test("HLS: an .m3u8 over http plays through FFmpeg's HLS demuxer, its segments in order, the whole length")
+    func hls() throws {
+        let directory = NSTemporaryDirectory() + "hp-hls-\(getpid())"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let made = try ProcessRunner.run("/usr/bin/env", ["ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i", "sine=frequency=440:duration=4",
+                                                          "-ac", "2", "-ar", "48000", "-c:a", "aac", "-b:a", "128k", "-f", "hls",
+                                                          "-hls_time", "1", "-hls_playlist_type", "vod", directory + "/live.m3u8"])
+        try #require(made.status == 0, "ffmpeg: \(made.stderrText)")
+        let server = try FaultHTTPServer(root: directory)
+        let result = try ProcessRunner.harmoniaPlay(["decode", server.url("live.m3u8"), "-o", "-"])
+        #expect(result.status == 0, "\(result.stderrText)")
+        let frames = result.stdout.count / (2 * 4)
+        #expect(abs(frames - 192_000) < 4_800, "\(frames) frames for 4 s at 48 kHz")
+        let segments = Set(server.requests.map(\.path).filter { $0.hasSuffix(".ts") })
+        #expect(segments.count >= 4, "\(segments)")
+    }
+
     @Test("--start on a server without Range support: decoded forward, the same frames as from a file")
     func startWithoutRanges() throws {
         let server = try FaultHTTPServer()

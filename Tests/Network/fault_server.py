@@ -24,6 +24,8 @@ Range support (206) and a Content-Length:
   icy=N          with `Icy-MetaData: 1`, an ICY answer with a metadata block
                  every N audio bytes: StreamTitle 'Title K' for K = byte // 65536
   chunked=1      Transfer-Encoding: chunked, no length (a live stream)
+  expire=1       every request for this URL after the first answers 403 (a
+                 signed link that expired)
 
 Prints the port on stdout, then logs one JSON line per request to --log
 (method, path, range, authorization). --tls CERT KEY serves https; its
@@ -75,6 +77,12 @@ class Handler(BaseHTTPRequestHandler):
             return self.reset()
         if q.get("never"):
             return self.hang()
+        if q.get("expire") and nth > 1:
+            # A signed link that expired after its first use.
+            self.send_response(403)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         if "status" in q and nth <= int(q.get("times", "1000000")):
             self.send_response(int(q["status"]))
             self.send_header("Content-Length", "0")

@@ -58,6 +58,7 @@ public enum PlaybackEvent: Sendable, Equatable {
             case .connecting: "connecting"
             case .reconnecting: "reconnecting"
             case .resumed: "resumed"
+            case .linkExpired: "link_expired"
             case .station: "station"
             case .streamTitle: "stream_title"
             }

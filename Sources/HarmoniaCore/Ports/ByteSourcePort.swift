@@ -15,6 +15,9 @@ public enum NetworkEvent: Sendable, Equatable {
     case reconnecting(attempt: Int, byte: Int64)
     /// Data flows again at `byte` after a reconnect.
     case resumed(byte: Int64)
+    /// The server refused the link (HTTP `status`: 401, 403, 410); the source
+    /// asks for a fresh one (`HTTPSourceConfiguration.renewLink`).
+    case linkExpired(status: Int)
     /// The station's own description (ICY headers), once per connection.
     case station(StationInfo)
     /// A title in the stream (ICY `StreamTitle`) that applies from `byte` of

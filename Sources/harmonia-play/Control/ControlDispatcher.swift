@@ -19,7 +19,7 @@ final class ControlDispatcher {
     static let commands = [
         "play", "pause", "toggle", "stop", "seek", "volume", "mute", "next", "previous", "jump", "status",
         "queue/items", "queue/add", "queue/remove", "queue/move", "queue/clear", "repeat", "shuffle",
-        "info", "quit",
+        "info", "renew", "quit",
     ]
 
     /// - Parameter readInfo: what `info` reads a file with: FFmpeg's tag reader;
@@ -160,6 +160,15 @@ final class ControlDispatcher {
             }
             let (tags, stream) = try readInfo(url)
             return .object(InfoCommand.fields(url: url, tags: tags, stream: stream))
+        case "renew":
+            // A fresh link for a signed URL the server refused (after a `link_expired` event).
+            let url = try args.string("url"), fresh = try args.string("new_url")
+            guard let renewals = actions.renewals else { throw CoreError.invalidState("renew: no network source waits for a link") }
+            guard fresh.lowercased().hasPrefix("http://") || fresh.lowercased().hasPrefix("https://") else {
+                throw ControlFailure.invalidRequest("renew: 'new_url' must be an http(s) URL")
+            }
+            renewals.provide(fresh, for: url)
+            return .object([])
         case "quit":
             return .null
         default:

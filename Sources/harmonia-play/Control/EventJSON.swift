@@ -43,6 +43,8 @@ enum EventJSON {
             return .object([("url", .string(url))])
         case .reconnecting(let attempt, let byte):
             return .object([("attempt", .int(Int64(attempt))), ("byte", .int(byte)), ("url", .string(url))])
+        case .linkExpired(let status):
+            return .object([("status", .int(Int64(status))), ("url", .string(url))])
         case .resumed(let byte):
             return .object([("byte", .int(byte)), ("url", .string(url))])
         case .station(let station):
