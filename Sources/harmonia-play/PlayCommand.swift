@@ -228,6 +228,7 @@ struct PlayCommand: ParsableCommand {
             : nil
         var player = QueuePlayer(service: service, quiet: quiet || json || control == .stdin, terminal: terminal)
         player.interruptIO = { decoder.interruptAll() }
+        player.actions = actions
         if machine {
             // A client that went away is a failed write, not a fatal signal.
             signal(SIGPIPE, SIG_IGN)

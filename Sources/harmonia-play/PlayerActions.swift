@@ -10,6 +10,8 @@ final class PlayerActions: @unchecked Sendable {
     private let lock = ConditionLock()
     // Guarded by `lock`: the volume to restore when unmuting.
     private var volumeBeforeMute: Float?
+    // Guarded by `lock`: the heard ICY title of each radio URL (the newest 8).
+    private var streamTitles: [(url: String, title: String)] = []
 
     /// Fresh links a control client gives (`renew`); nil without a control channel.
     let renewals: LinkRenewals?
@@ -80,4 +82,18 @@ final class PlayerActions: @unchecked Sendable {
 
     /// The volume in whole percent, as shown and reported.
     var volumePercent: Int { Int((service.volume * 100).rounded()) }
+
+    /// A radio's title the listener now hears (a `stream_title` event).
+    func noteStreamTitle(_ title: String, url: String) {
+        lock.withLock {
+            streamTitles.removeAll { $0.url == url }
+            streamTitles.append((url, title))
+            if streamTitles.count > 8 { streamTitles.removeFirst() }
+        }
+    }
+
+    /// The title the listener hears on the radio at `url`, if it sent one.
+    func streamTitle(for url: String) -> String? {
+        lock.withLock { streamTitles.last { $0.url == url }?.title }
+    }
 }

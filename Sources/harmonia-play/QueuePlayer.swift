@@ -38,6 +38,9 @@ struct QueuePlayer {
     static let signalGrace = 0.5
     /// MPRIS on the session bus, or nil: specs/mpris.md §harmonia-play.
     var desktop: DesktopSession? = nil
+    /// Shared by keys and control commands; remembers a radio's heard title
+    /// for `status` and the status line.
+    var actions: PlayerActions? = nil
 
     /// Plays `tracks` in order. Call once, on a fresh service.
     func run(_ tracks: [Track]) -> Outcome {
@@ -127,7 +130,8 @@ struct QueuePlayer {
                         let count = control == nil ? tracks.count : service.queue.count
                         Console.out(Self.startedLine(index: index, of: count, track: track))
                     }
-                case .network(let network, _):
+                case .network(let network, let url):
+                    if case .streamTitle(let title, _) = network { actions?.noteStreamTitle(title, url: url) }
                     if !quiet, let line = Self.networkLine(network) { Console.out(line) }
                 case .stateChanged(.stopped), .stateChanged(.error):
                     // A Stop from the desktop keeps the player, for its Play or Quit.

@@ -242,7 +242,7 @@ final class TerminalSession: @unchecked Sendable {
         let index = service.currentIndex
         let count = service.queue.count  // the queue may be edited while playing
         var status = StatusLine(
-            title: notice ?? current.map { $0.title ?? QueuePlayer.fileName($0.url) } ?? "",
+            title: notice ?? current.map { actions.streamTitle(for: $0.url) ?? $0.title ?? QueuePlayer.fileName($0.url) } ?? "",
             artist: notice == nil ? current?.artist : nil,
             elapsed: service.currentTime(),
             total: duration.isFinite && duration > 0 ? duration : nil,

@@ -80,6 +80,8 @@ import Testing
         let station = try #require(Self.events(result).first { $0.name == "station" })
         #expect(station.data["name"] as? String == "Loopback Radio")
         #expect(station.data["genre"] as? String == "Test")
+        let title = try #require(Self.events(result).first { $0.name == "stream_title" })
+        #expect(title.data["title"] as? String == "Title 0")
     }
 
     @Test("without --json: the station, the titles and each reconnect are lines on stdout")
@@ -129,6 +131,22 @@ import Testing
         #expect(abs(frames - 192_000) < 4_800, "\(frames) frames for 4 s at 48 kHz")
         let segments = Set(server.requests.map(\.path).filter { $0.hasSuffix(".ts") })
         #expect(segments.count >= 4, "\(segments)")
+    }
+
+    @Test("a radio's title: split into artist and song in the event; the heard title in status")
+    func titleInStatus() throws {
+        let server = try FaultHTTPServer()
+        let player = try LineProcess.harmoniaPlay(["--output", "null", "--repeat", "one", "--control", "stdin",
+                                                   server.url(Self.mp3, "icy=8192&icyartist=Band")])
+        let event = try #require(player.stdout.take(timeout: 30) { $0.contains(#""event":"stream_title""#) })
+        let data = (try JSONSerialization.jsonObject(with: Data(event.line.utf8)) as? [String: Any])?["data"] as? [String: Any]
+        #expect(data?["title"] as? String == "Band - Title 0")
+        #expect(data?["artist"] as? String == "Band" && data?["song"] as? String == "Title 0")
+        player.write(#"{"message_id":1,"command":"status"}"# + "\n")
+        let reply = try #require(player.stdout.take { $0.contains(#""message_id":1"#) })
+        #expect(reply.line.contains(#""stream_title":"Band - Title 0""#), "\(reply.line)")
+        player.write(#"{"message_id":2,"command":"quit"}"# + "\n")
+        #expect(player.waitForExit() == 0)
     }
 
     @Test("--start on a server without Range support: decoded forward, the same frames as from a file")

@@ -23,6 +23,7 @@ Range support (206) and a Content-Length:
   redirect=N     N redirects (302) before the file; redirect=loop never ends
   icy=N          with `Icy-MetaData: 1`, an ICY answer with a metadata block
                  every N audio bytes: StreamTitle 'Title K' for K = byte // 65536
+                 ('NAME - Title K' with icyartist=NAME)
   chunked=1      Transfer-Encoding: chunked, no length (a live stream)
   expire=1       every request for this URL after the first answers 403 (a
                  signed link that expired)
@@ -154,7 +155,7 @@ class Handler(BaseHTTPRequestHandler):
         if reset_at is not None:
             limit = min(limit, reset_at)
         rate = int(q["rate"]) if "rate" in q else None
-        self.send_body(body[:limit], icy, rate, start)
+        self.send_body(body[:limit], icy, rate, start, q.get("icyartist"))
         if stall_at is not None and limit < len(body):
             self.wfile.flush()
             self.hang()
@@ -162,14 +163,15 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
             return self.reset()
 
-    def send_body(self, body, icy, rate, start):
+    def send_body(self, body, icy, rate, start, artist=None):
         if icy:
             out = bytearray()
             for i in range(0, len(body), icy):
                 block = body[i:i + icy]
                 out += block
                 if len(block) == icy:
-                    text = f"StreamTitle='Title {(i + icy) // 65536}';".encode()
+                    title = f"Title {(i + icy) // 65536}"
+                    text = f"StreamTitle='{artist + ' - ' if artist else ''}{title}';".encode()
                     n = (len(text) + 15) // 16
                     out += bytes([n]) + text + b"\0" * (n * 16 - len(text))
             body = bytes(out)

@@ -191,6 +191,9 @@ final class ControlDispatcher {
             ("repeat", .string(service.repeatMode.rawValue)),
             ("shuffle", .bool(service.shuffle)),
         ]
+        if let url = service.currentTrack?.url, let title = actions.streamTitle(for: url) {
+            members.append(("stream_title", .string(title)))  // a radio's heard title
+        }
         return .object(members)
     }
 

@@ -51,7 +51,12 @@ enum EventJSON {
             return .object([("name", optional(station.name)), ("genre", optional(station.genre)),
                             ("station_url", optional(station.url)), ("url", .string(url))])
         case .streamTitle(let title, let byte):
-            return .object([("title", .string(title)), ("byte", .int(byte)), ("url", .string(url))])
+            // "Artist - Title", the usual form, also split; the raw text kept.
+            var members: [(String, JSONValue)] = [("title", .string(title))]
+            if let dash = title.range(of: " - ") {
+                members += [("artist", .string(String(title[..<dash.lowerBound]))), ("song", .string(String(title[dash.upperBound...])))]
+            }
+            return .object(members + [("byte", .int(byte)), ("url", .string(url))])
         }
     }
 
