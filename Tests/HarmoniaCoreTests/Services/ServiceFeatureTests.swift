@@ -191,6 +191,7 @@ struct FixedTagReader: TagReaderPort {
         try h.service.play()
         h.decoder.waitUntilStalled("net")
         #expect(h.listen(frames: 60_000, settle: false).count == 50_000)
+        h.wait(forState: .buffering)  // the underrun comes through the output's events thread
         #expect(h.service.state == .buffering)
         // A trickle: 40,000 frames (0.9 s) arrive, then the source stalls again.
         h.decoder.moveStall("net", to: 90_000)

@@ -10,6 +10,7 @@ final class ServiceHarness: @unchecked Sendable {
     let decoder: CounterDecoder
     let service: DefaultPlaybackService
     private let recorded = LockedValue<[PlaybackEvent]>([])
+    private let arrived = ConditionLock()
 
     /// - Parameter wrap: puts something between the service and the counter
     ///   decoder (a test that watches the decode thread's reads).
@@ -19,7 +20,19 @@ final class ServiceHarness: @unchecked Sendable {
         output = NullAudioOutput(pace: .manual, ringFrames: 1 << 17)
         service = DefaultPlaybackService(decoder: wrap(decoder), output: output, clock: clock,
                                          tagReader: tagReader, configuration: configuration)
-        service.observe { [recorded] event in recorded.withLock { $0.append(event) } }
+        service.observe { [recorded, arrived] event in
+            recorded.withLock { $0.append(event) }
+            arrived.withLock { arrived.broadcast() }
+        }
+    }
+
+    /// Waits (without a deadline: the test's own time limit applies) until
+    /// the service has announced `state` — events from the output's thread
+    /// arrive asynchronously.
+    func wait(forState state: PlaybackState) {
+        arrived.withLock {
+            while !recorded.withLock({ $0 }).contains(.stateChanged(state)) { arrived.wait() }
+        }
     }
 
     /// Every event so far.
