@@ -16,9 +16,13 @@ import Foundation
 /// bumps counters; events are yielded from it (it is not a real device
 /// thread). Call `stop()` before releasing a started output.
 public final class NullAudioOutput: AudioOutputPort, @unchecked Sendable {
+    /// How fast the output plays what it is given.
     public enum Pace: Sendable {
+        /// As a device would: a thread takes a period's frames per period of the clock.
         case realTime(any ClockPort)
+        /// `write` plays at once: no ring, no thread.
         case asFastAsPossible
+        /// Only when the caller asks (`advance`): deterministic tests.
         case manual
     }
 

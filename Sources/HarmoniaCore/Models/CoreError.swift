@@ -25,7 +25,18 @@ public enum CoreError: Error, Sendable, Equatable, Hashable, Codable {
 
     /// Every category, in declaration order.
     public enum Category: String, Sendable, Codable, CaseIterable {
-        case invalidArgument, invalidState, notFound, ioError, decodeError, unsupported
+        /// A bad argument from the caller.
+        case invalidArgument
+        /// A call that the current state does not allow.
+        case invalidState
+        /// No such file, or a 404.
+        case notFound
+        /// Reading, writing or the network failed, or access was refused.
+        case ioError
+        /// The data is corrupt or truncated.
+        case decodeError
+        /// Something we will not play (not audio, a codec or layout we refuse).
+        case unsupported
     }
 
     /// The category: the case name, as used in CLI output and test vectors.

@@ -4,10 +4,15 @@
 /// data (a stalled network source); `error` carries what went wrong and is
 /// left by a successful `load`.
 public enum PlaybackState: Sendable, Equatable, Hashable {
+    /// Nothing plays and there is no position.
     case stopped
+    /// Sound is playing.
     case playing
+    /// Paused at a position; `play` resumes from the exact next frame.
     case paused
+    /// Playing, but waiting for data (a slow or stalled network source).
     case buffering
+    /// Playback failed; `load` or `jump` recovers.
     case error(CoreError)
 
     /// The state's name as used in events, the control protocol and vectors.

@@ -10,17 +10,29 @@ public struct TagBundle: Sendable, Equatable, Hashable, Codable {
     public static let currentSchemaVersion = 3
 
     // MARK: Tag fields
+    /// The track's title.
     public var title: String?
+    /// The performing artist.
     public var artist: String?
+    /// The album's title.
     public var album: String?
+    /// The album's artist (for compilations, often "Various Artists").
     public var albumArtist: String?
+    /// The composer.
     public var composer: String?
+    /// The genre, as written in the file.
     public var genre: String?
+    /// The release year (from a date tag's year).
     public var year: Int?
+    /// The track's number on its disc (from "3" or "3/12").
     public var trackNumber: Int?
+    /// The number of tracks on the disc.
     public var trackTotal: Int?
+    /// The disc's number in the set.
     public var discNumber: Int?
+    /// The number of discs in the set.
     public var discTotal: Int?
+    /// Beats per minute, rounded (nil for a value that is not a finite number in range).
     public var bpm: Int?
     /// ReplayGain track gain in dB, at the ReplayGain reference level (89 dB SPL, about -18 LUFS).
     public var replayGainTrack: Double?
@@ -30,6 +42,7 @@ public struct TagBundle: Sendable, Equatable, Hashable, Codable {
     public var replayGainTrackPeak: Double?
     /// Album peak as a linear amplitude (1.0 = full scale).
     public var replayGainAlbumPeak: Double?
+    /// A free-text comment.
     public var comment: String?
     /// The attached picture's bytes (JPEG or PNG as stored).
     public var artworkData: Data?
@@ -41,7 +54,9 @@ public struct TagBundle: Sendable, Equatable, Hashable, Codable {
     public var duration: Double?
     /// Average bitrate in kbit/s.
     public var bitrate: Int?
+    /// Frames per second of the audio stream.
     public var sampleRate: Double?
+    /// The audio stream's channel count.
     public var channels: Int?
     /// Bytes, for local files.
     public var fileSize: Int?

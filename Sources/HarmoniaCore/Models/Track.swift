@@ -9,11 +9,15 @@ import Foundation
 /// times (`duration`, positions, seeks) are measured from `start`.
 /// Each value has its own `id`, so the same file queued twice is two tracks.
 public struct Track: Sendable, Equatable, Hashable, Codable, Identifiable {
+    /// This queue entry's identity (the same file queued twice has two).
     public let id: UUID
     /// Local path, `file://` URL or network URL, as given to the decoder.
     public var url: String
+    /// A title given with the entry (a playlist's or CUE sheet's), else the file's tag once read.
     public var title: String?
+    /// The artist, as `title`.
     public var artist: String?
+    /// The album, as `title`.
     public var album: String?
     /// Seconds this track plays (the range's length for a ranged track);
     /// `nil` until the file has been read.

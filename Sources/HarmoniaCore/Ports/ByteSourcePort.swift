@@ -27,8 +27,11 @@ public enum NetworkEvent: Sendable, Equatable {
 
 /// An internet radio station as its server describes it (`icy-*` headers).
 public struct StationInfo: Sendable, Equatable {
+    /// `icy-name`.
     public var name: String?
+    /// `icy-genre`.
     public var genre: String?
+    /// `icy-url`: the station's web page.
     public var url: String?
 
     public init(name: String? = nil, genre: String? = nil, url: String? = nil) {

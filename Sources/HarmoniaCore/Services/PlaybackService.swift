@@ -2,12 +2,22 @@
 
 /// How the queue goes on after its current track.
 public enum RepeatMode: String, Sendable, Codable, CaseIterable {
-    case off, one, all
+    /// Play the queue once.
+    case off
+    /// Repeat the current track.
+    case one
+    /// Repeat the whole queue.
+    case all
 }
 
 /// Which ReplayGain tag sets the level.
 public enum ReplayGainMode: String, Sendable, Codable, CaseIterable {
-    case off, track, album
+    /// No ReplayGain.
+    case off
+    /// Each track's own gain.
+    case track
+    /// The album's gain (track gain when the file has no album gain).
+    case album
 }
 
 /// ReplayGain as applied by the decode thread — specs/services.md §ReplayGain
@@ -75,17 +85,28 @@ public protocol PlaybackService: AnyObject, Sendable {
     // MARK: The reference surface
     /// Replaces the queue with `url` and opens it, paused at 0.
     func load(url: String) throws(CoreError)
+    /// Starts or resumes playback from the exact next frame.
+    /// - Throws: `invalidState` when stopped (nothing loaded) or in `error`.
     func play() throws(CoreError)
+    /// Pauses; the heard position freezes and no frame is lost on `play`.
+    /// - Throws: `invalidState` in `error`.
     func pause() throws(CoreError)
+    /// Stops playback and forgets the position; the queue stays.
     func stop()
     /// Seconds within the current track; sample-accurate.
     func seek(to seconds: Double) throws(CoreError)
     /// What the listener hears, in seconds from the current track's start.
     func currentTime() -> Double
+    /// The current track's length in seconds (0 when stopped or unknown).
     func duration() -> Double
+    /// The state of the reference's state table (specs/services.md).
     var state: PlaybackState { get }
+    /// Sets the volume, 0…1 (clamped), for audio decoded from now on.
     func setVolume(_ volume: Float)
+    /// Plays only `start`…`end` seconds of the current track (`end` nil: to its end).
+    /// - Throws: `invalidArgument` for a range outside the track, `invalidState` when stopped.
     func setPlaybackRange(start: Double, end: Double?) throws(CoreError)
+    /// Plays the whole track again.
     func clearPlaybackRange()
 
     // MARK: Further than the reference
@@ -94,25 +115,41 @@ public protocol PlaybackService: AnyObject, Sendable {
     /// A new stream of every event from now on; several may be open at once.
     func events() -> AsyncStream<PlaybackEvent>
 
+    /// The queue's entries, in play order.
     var queue: [Track] { get }
     /// The queue index of the track the listener hears (or is paused in).
     var currentIndex: Int? { get }
+    /// The entry the listener hears (or is paused in).
     var currentTrack: Track? { get }
+    /// Appends `tracks` to the queue.
     func enqueue(_ tracks: [Track])
+    /// Inserts `track` at `index` (0…count). - Throws: `invalidArgument` outside.
     func insert(_ track: Track, at index: Int) throws(CoreError)
+    /// Removes entry `index`; removing the one that plays goes on with the
+    /// entry after it (or stops). - Throws: `invalidArgument` outside the queue.
     func remove(at index: Int) throws(CoreError)
+    /// Moves entry `from` to `to`. - Throws: `invalidArgument` outside the queue.
     func move(from: Int, to: Int) throws(CoreError)
+    /// Empties the queue and stops.
     func clearQueue()
+    /// Goes to the next entry (repeat and shuffle apply), keeping play or
+    /// pause; at the end of the queue without repeat, stops.
+    /// - Throws: `invalidState` when no track is current; the open's error.
     func next() throws(CoreError)
+    /// Goes to the previous entry (at the first, its start), keeping play or pause.
+    /// - Throws: `invalidState` when no track is current; the open's error.
     func previous() throws(CoreError)
     /// Makes entry `index` current, keeping play or pause (stopped → paused).
     func jump(to index: Int) throws(CoreError)
     /// Setting it is `setRepeatMode(_:)`.
     var repeatMode: RepeatMode { get set }
+    /// Sets the repeat mode (the reference's call; `repeatMode` is the property).
     func setRepeatMode(_ mode: RepeatMode)
     /// Setting it is `setShuffle(_:)`.
     var shuffle: Bool { get set }
+    /// Turns shuffle on or off (the reference's call; `shuffle` is the property).
     func setShuffle(_ enabled: Bool)
+    /// Sets ReplayGain for audio decoded from now on.
     func setReplayGain(_ settings: ReplayGainSettings)
 }
 
