@@ -155,7 +155,12 @@ final class FFmpegInput {
         self.format = format
 
         do {
-            try check(avformat_find_stream_info(format, nil), "avformat_find_stream_info")
+            // PCM needs no analysis: its header says everything. FFmpeg would
+            // read (and "decode") up to five seconds of it first — a 1 s WAV
+            // cost about 12 ms more to open than a FLAC; now about the same.
+            if !Self.isPCMWithCompleteHeader(format!) {
+                try check(avformat_find_stream_info(format, nil), "avformat_find_stream_info")
+            }
         } catch {
             close()
             if let networkError { throw networkError }
@@ -202,6 +207,22 @@ final class FFmpegInput {
     static let maxChannels: Int32 = 64
     /// The highest sample rate accepted (PulseAudio's limit, 16 × 48 kHz): higher is `unsupported`.
     static let maxSampleRate: Int32 = 768_000
+
+    /// Whether every stream is PCM with its rate, channels and sample size
+    /// known from the header (WAV, AIFF, CAF, raw-header formats).
+    static func isPCMWithCompleteHeader(_ format: UnsafeMutablePointer<AVFormatContext>) -> Bool {
+        let count = Int(format.pointee.nb_streams)
+        guard count > 0, let streams = format.pointee.streams else { return false }
+        for i in 0..<count {
+            guard let parameters = streams[i]?.pointee.codecpar?.pointee else { return false }
+            let id = parameters.codec_id.rawValue
+            guard parameters.codec_type == AVMEDIA_TYPE_AUDIO,
+                  id >= AV_CODEC_ID_PCM_S16LE.rawValue, id < AV_CODEC_ID_ADPCM_IMA_QT.rawValue,
+                  parameters.sample_rate > 0, parameters.ch_layout.nb_channels > 0,
+                  av_get_bits_per_sample(parameters.codec_id) > 0 else { return false }
+        }
+        return true
+    }
 
     /// Bytes `avformat_find_stream_info` may read from a network source.
     static let networkProbeBytes: Int64 = 8 << 10
