@@ -16,6 +16,10 @@ public struct HTTPSourceConfiguration: Sendable {
     /// `Authorization` header only to the URL's own host, not after a
     /// redirect to another).
     public var headers: [String] = []
+    /// More headers for one URL (a track's own token, say), after `headers`;
+    /// asked once per source, with the track's original URL, on the thread
+    /// that opens it. Kept across reconnects and renewed links.
+    public var headersForURL: (@Sendable (_ url: String) -> [String])?
     public var userAgent = "HarmoniaCore-Linux"
     /// Asked for a fresh link when the server refuses the current one (401,
     /// 403, 410: a signed URL that expired), with the track's original URL

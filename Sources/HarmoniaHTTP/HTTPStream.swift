@@ -66,6 +66,8 @@ final class HTTPStream: ByteSource, CurlTransferDelegate, @unchecked Sendable {
     // MARK: Transfer-thread state (one response at a time)
     /// The URL requested now: `url`, or the fresh link that replaced it.
     private var currentURL: String
+    /// Every request's extra headers: the configuration's, then this URL's own.
+    private let requestHeaders: [String]
     private var response = ResponseHead()
     private var icy: ICYDeinterleaver?
     private var announcedStation = false
@@ -77,6 +79,7 @@ final class HTTPStream: ByteSource, CurlTransferDelegate, @unchecked Sendable {
         self.observer = observer
         self.interrupted = interrupted
         currentURL = url
+        requestHeaders = configuration.headers + (configuration.headersForURL?(url) ?? [])
         lastData = monotonicSeconds()
         attemptStarted = lastData
     }
@@ -183,7 +186,7 @@ final class HTTPStream: ByteSource, CurlTransferDelegate, @unchecked Sendable {
                 guard renew(after: status) else { return }
             }
             guard let start = nextAttemptStart() else { return }
-            let request = CurlRequest(url: currentURL, start: start, headers: configuration.headers, userAgent: configuration.userAgent,
+            let request = CurlRequest(url: currentURL, start: start, headers: requestHeaders, userAgent: configuration.userAgent,
                                       verifyTLS: configuration.verifyTLS, maxRedirects: configuration.maxRedirects,
                                       connectTimeout: min(configuration.stallTimeout, configuration.networkTimeout))
             response = ResponseHead()

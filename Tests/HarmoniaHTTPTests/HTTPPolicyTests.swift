@@ -164,6 +164,23 @@ func coreError(_ body: () throws -> Void) -> CoreError? {
         #expect(error?.message.contains("no fresh link") == true, "\(String(describing: error))")
     }
 
+    @Test("headers per URL (a track's own token) go with every request for it, reconnects included, and not with others")
+    func headersPerURL() throws {
+        let server = try FaultHTTPServer()
+        let name = "mp3_cbr_stereo_44k.mp3"
+        let mine = server.url(name, "stall=12000&tok=1")
+        let network = NetworkDecoder {
+            $0.stallTimeout = 0.5
+            $0.headersForURL = { url in url == mine ? ["Authorization: Bearer track-7"] : [] }
+        }
+        #expect(try network.decode(mine) == localSamples(name))
+        _ = try network.decode(server.url(name))
+        let requests = server.requests
+        let forMine = requests.filter { $0.path.contains("tok=1") }
+        #expect(forMine.count == 2 && forMine.allSatisfy { $0.authorization == "Bearer track-7" })
+        #expect(requests.filter { !$0.path.contains("tok=1") }.allSatisfy { $0.authorization == nil })
+    }
+
     @Test("ICY radio: the station and its titles are events; the audio is the file's without the metadata")
     func icy() throws {
         let server = try FaultHTTPServer()
