@@ -88,7 +88,7 @@ final class HTTPStream: ByteSource, CurlTransferDelegate, @unchecked Sendable {
     /// - Throws: as `ByteSourcePort.open`.
     func start() throws(CoreError) {
         observer?(.connecting)
-        let thread = Thread { [self] in runTransfers() }
+        let thread = Thread { [self] in nameCurrentThread("harmonia.http"); runTransfers() }
         thread.name = "harmonia.http"
         thread.start()
         try lock.withLock { () throws(CoreError) in

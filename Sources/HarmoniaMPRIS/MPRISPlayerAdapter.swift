@@ -91,7 +91,7 @@ public final class MPRISPlayerAdapter: @unchecked Sendable {
             return
         }
         lock.withLock { threadRunning = true }
-        let thread = Thread { [self] in run(address: busAddress) }
+        let thread = Thread { [self] in nameCurrentThread("harmonia.mpris"); run(address: busAddress) }
         thread.name = "harmonia-mpris"
         thread.start()
     }

@@ -506,7 +506,7 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
     private func startSupervisorIfNeeded() {
         guard !supervisorRunning else { return }
         supervisorRunning = true
-        let thread = Thread { [weak self] in self?.supervise() }
+        let thread = Thread { [weak self] in nameCurrentThread("harmonia.pulsesv"); self?.supervise() }
         thread.name = "harmonia.pulse-supervisor"
         thread.start()
     }

@@ -155,6 +155,7 @@ final class TerminalSession: @unchecked Sendable {
         let stopRead = fds[0]
         lock.withLock { stopKeysFD = fds[1] }
         let thread = Thread {
+            nameCurrentThread("harmonia.keys")
             defer { close(stopRead) }
             var parser = KeyParser()
             var buffer = [UInt8](repeating: 0, count: 64)

@@ -10,10 +10,19 @@ public final class ManualClock: ClockPort, @unchecked Sendable {
     // Guarded by `lock`.
     private var time: UInt64
     private var sleepers = 0
-    /// Calls to sleep(until:) so far (entries).
+    /// Calls to sleep(until:) and wait(on:until:) so far (entries).
     private var sleepEntries = 0
+    /// Threads in wait(on:until:): woken through their own condition when
+    /// time passes their deadline.
+    private var conditionWaiters: [(ticket: Int, condition: ConditionLock, deadline: UInt64)] = []
+    private var nextTicket = 0
 
-    public init(start: UInt64 = 0) { time = start }
+    public init(start: UInt64 = 0) {
+        time = start
+        // A waiter's registration allocates nothing (a decode thread's
+        // allocation count stays zero in tests).
+        conditionWaiters.reserveCapacity(16)
+    }
 
     public func now() -> UInt64 { lock.withLock { time } }
 
@@ -28,24 +37,62 @@ public final class ManualClock: ClockPort, @unchecked Sendable {
         }
     }
 
-    /// Moves time forward and wakes every sleeper whose deadline has passed.
-    public func advance(by nanoseconds: UInt64) {
+    /// Waits on `condition` (held by the caller) until its broadcast or until
+    /// a test advances the clock past `deadline`. Counts as a sleep for
+    /// `waitForSleepers`, `waitForSleepEntry` and `step`.
+    public func wait(on condition: ConditionLock, until deadline: UInt64) {
+        // Lock order: the caller's condition, then the clock's lock. advance
+        // wakes waiters after releasing the clock's lock, and its broadcast
+        // needs the condition's lock, which this thread holds until it waits:
+        // no wake-up is lost.
+        let ticket = lock.withLock { () -> Int? in
+            sleepEntries += 1
+            lock.broadcast()
+            guard time < deadline else { return nil }
+            nextTicket += 1
+            conditionWaiters.append((nextTicket, condition, deadline))
+            sleepers += 1
+            return nextTicket
+        }
+        guard let ticket else { return }
+        condition.wait()
         lock.withLock {
-            time &+= nanoseconds
+            // A plain loop: removeAll(where:) allocates its closure's context.
+            var index = 0
+            while index < conditionWaiters.count {
+                if conditionWaiters[index].ticket == ticket { conditionWaiters.remove(at: index) } else { index += 1 }
+            }
+            sleepers -= 1
             lock.broadcast()
         }
+    }
+
+    /// Moves time forward and wakes every sleeper whose deadline has passed.
+    public func advance(by nanoseconds: UInt64) {
+        let due = lock.withLock { () -> [ConditionLock] in
+            time &+= nanoseconds
+            lock.broadcast()
+            return dueConditions()
+        }
+        for condition in due { condition.withLock { condition.broadcast() } }
+    }
+
+    /// Conditions of waiters whose deadline has passed. Call with `lock` held.
+    private func dueConditions() -> [ConditionLock] {
+        conditionWaiters.filter { $0.deadline <= time }.map(\.condition)
     }
 
     /// Advances time, then waits until the (single) sleeper has woken, done
     /// its work and gone back to sleep: one deterministic step of a thread
     /// paced by this clock.
     public func step(by nanoseconds: UInt64) {
-        lock.withLock {
-            let entries = sleepEntries
+        let (entries, due) = lock.withLock { () -> (Int, [ConditionLock]) in
             time &+= nanoseconds
             lock.broadcast()
-            while sleepEntries == entries { lock.wait() }
+            return (sleepEntries, dueConditions())
         }
+        for condition in due { condition.withLock { condition.broadcast() } }
+        lock.withLock { while sleepEntries == entries { lock.wait() } }
     }
 
     /// How many times sleep(until:) has been entered so far.

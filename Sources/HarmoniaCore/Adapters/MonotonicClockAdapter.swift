@@ -21,4 +21,8 @@ public struct MonotonicClockAdapter: ClockPort {
         // An absolute deadline: interruption by a signal simply sleeps again.
         while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
     }
+
+    public func wait(on condition: ConditionLock, until deadline: UInt64) {
+        condition.wait(untilMonotonic: deadline)
+    }
 }

@@ -93,7 +93,7 @@ public final class NullAudioOutput: AudioOutputPort, @unchecked Sendable {
             if case .realTime(let clock) = pace {
                 let myGeneration = generation
                 // The thread holds the output until stop() ends it.
-                let thread = Thread { self.consume(clock: clock, generation: myGeneration) }
+                let thread = Thread { nameCurrentThread("harmonia.null"); self.consume(clock: clock, generation: myGeneration) }
                 thread.name = "harmonia.null-output"
                 self.thread = thread
                 thread.start()

@@ -206,7 +206,7 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
             while true {
                 switch control.wait {
                 case .condition where !control.wakeRequested: return
-                case .sleep(let deadline) where deadline > clock.now(): return
+                case .sleep(let deadline) where !control.wakeRequested && deadline > clock.now(): return
                 default: engine.wait()
                 }
             }
@@ -670,33 +670,21 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
     // MARK: - Decode thread
 
     private func startDecodeThread() {
-        let control = self.control
-        let clock = self.clock
         let thread = Thread { [weak self] in
-            while true {
-                // The strong reference lives only for one pass, so releasing
-                // the service ends the thread.
-                guard let wait = self?.decodePass() else { return }
-                switch wait {
-                case .working: sched_yield()
-                case .condition:
-                    let stop = control.lock.withLock { () -> Bool in
-                        while !control.wakeRequested && !control.shuttingDown { control.lock.wait() }
-                        return control.shuttingDown
-                    }
-                    if stop { return }
-                case .sleep(let deadline):
-                    clock.sleep(until: deadline)
-                }
-                if control.lock.withLock({ control.shuttingDown }) { return }
-            }
+            nameCurrentThread("harmonia.decode")
+            // The strong reference lives only for one pass and its wait, so
+            // releasing the service ends the thread.
+            while let self, self.decodePassAndWait() {}
         }
         thread.name = "harmonia.decode"
         thread.start()
     }
 
-    /// One pass of the decode thread: up to 32 steps under `engine`.
-    private func decodePass() -> DecodeThreadControl.Wait {
+    /// One pass of the decode thread (up to 32 steps under `engine`), then
+    /// its wait: for a control call when there is nothing to do, or until
+    /// the next thing due while playing (`wakeDeadline()`), cut short by a
+    /// control call. Returns false when the service shuts down.
+    private func decodePassAndWait() -> Bool {
         engine.withLock {
             control.wakeRequested = false
             control.wait = .working
@@ -708,13 +696,51 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
             let wait: DecodeThreadControl.Wait = switch next {
             case .again: .working
             case .idle: .condition
-            case .sleep: .sleep(clock.now() &+ UInt64(configuration.pollInterval * 1e9))
+            case .sleep: .sleep(wakeDeadline())
             }
             control.wait = wait
             engine.broadcast()
-            return wait
+            switch wait {
+            case .working:
+                engine.withLockReleased { _ = sched_yield() }
+            case .condition:
+                while !control.wakeRequested && !control.shuttingDown { engine.wait() }
+            case .sleep(let deadline):
+                while !control.wakeRequested && !control.shuttingDown && clock.now() < deadline {
+                    clock.wait(on: engine, until: deadline)
+                }
+            }
+            return !control.shuttingDown
         }
     }
+
+    /// When the decode thread next has work while playing, unless a control
+    /// call comes first: a quarter of what is queued has been heard (time to
+    /// refill), the listener reaches a track boundary or the end of what was
+    /// written, a stream title's frame, or a position event is due. No
+    /// sooner than `pollInterval`, no later than `longestWait` (the output's
+    /// clock and ours may drift). Engine held.
+    private func wakeDeadline() -> UInt64 {
+        let now = clock.now()
+        var seconds = Self.longestWait
+        if let rate = outputFormat?.sampleRate, rate > 0 {
+            let heard = output.framesPlayed
+            func until(_ frame: Int64) -> Double { Double(max(0, frame &- heard)) / rate }
+            // Decoding is over until the listener reaches the end: wake there.
+            let draining = endOfData || rangeEndReached || awaitingFormat != nil
+            seconds = min(seconds, draining ? until(written) : until(written) / 4)
+            if segments.count > 1 { seconds = min(seconds, until(segments[1].writeStart)) }
+            if let title = queuedTitles.first { seconds = min(seconds, until(title.frame)) }
+        }
+        if configuration.positionInterval > 0, currentState == .playing {
+            seconds = min(seconds, Double(nextPositionTick > now ? nextPositionTick - now : 0) / 1e9)
+        }
+        seconds = max(seconds, configuration.pollInterval)
+        return now &+ UInt64(seconds * 1e9)
+    }
+
+    /// The longest the decode thread sleeps while playing.
+    private static let longestWait = 0.5
 
     private func wakeDecodeThread() {
         control.wakeRequested = true
@@ -946,8 +972,7 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
                     try output.configure(sampleRate: next.info.sampleRate, channels: next.info.channels)
                     outputFormat = AudioFormat(next.info)
                     written = output.framesPlayed
-                    queuedTitles.removeAll()
-        queuedTitles.removeAll()  // a new timeline: titles of audio never heard go
+                    queuedTitles.removeAll()  // a new timeline: titles of audio never heard go
                     segments = [Segment(open: next, writeStart: written, sourceStart: next.nextFrame)]
                     range = nil
                     becomeCurrent(next)
@@ -1180,6 +1205,7 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
         let inbox = OutputEventInbox()
         output.observe { inbox.post($0) }
         let thread = Thread { [weak self] in
+            nameCurrentThread("harmonia.events")
             while let event = inbox.take() {
                 guard let self else { return }
                 self.handle(event)

@@ -45,8 +45,10 @@ public struct PlaybackConfiguration: Sendable {
     public var replayGain: ReplayGainSettings
     /// Frames decoded per step of the decode loop.
     public var chunkFrames: Int
-    /// Seconds between the decode thread's checks while playing (track
-    /// boundaries, range end, position events, refilling the ring).
+    /// The shortest sleep of the decode thread while playing, in seconds.
+    /// It sleeps until the next thing due — a refill once a quarter of the
+    /// queued audio has been heard, a track boundary, the range or queue
+    /// end, a position event — at most 0.5 s, and a control call wakes it.
     public var pollInterval: Double
     /// Frames a control call (`load`, `seek`, `jump`) decodes into the output
     /// itself before returning, so sound follows without waiting for the

@@ -64,6 +64,13 @@ public final class ConditionLock: @unchecked Sendable {
         pthread_cond_timedwait(condition, mutex, &deadline)
     }
 
+    /// Waits for a `broadcast` or until CLOCK_MONOTONIC reaches `deadline`
+    /// (nanoseconds). Call only inside `withLock`; re-check the condition afterwards.
+    public func wait(untilMonotonic deadline: UInt64) {
+        var time = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
+        pthread_cond_timedwait(condition, mutex, &time)
+    }
+
     /// Wakes every waiter.
     public func broadcast() {
         pthread_cond_broadcast(condition)

@@ -100,6 +100,7 @@ final class ControlClient: @unchecked Sendable {
     func startWriter(fd: Int32) {
         lock.withLock { threadsRunning = 2 }
         let thread = Thread { [self] in
+            nameCurrentThread("control.writer")
             writeLoop(fd)
             threadEnded(fd)
         }
@@ -240,7 +241,7 @@ final class ControlServer: @unchecked Sendable {
         case .unix:
             let fd = lock.withLock { listenFD }
             guard fd >= 0 else { return }
-            let thread = Thread { [self] in acceptLoop(fd) }
+            let thread = Thread { [self] in nameCurrentThread("control.accept"); acceptLoop(fd) }
             thread.name = "control-accept"
             thread.start()
         }
