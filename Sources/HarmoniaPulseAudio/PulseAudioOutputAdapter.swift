@@ -6,10 +6,13 @@ import Synchronization
 
 /// `AudioOutputPort` on libpulse's asynchronous API and a threaded main loop.
 ///
-/// One FLOAT32LE stream at the source's rate and channel map, created corked
-/// with `prebuf = 0` and buffer attributes from a target latency
-/// (ADJUST_LATENCY, INTERPOLATE_TIMING, AUTO_TIMING_UPDATE). The write
-/// callback copies from the lock-free ring straight into PulseAudio's buffer
+/// One FLOAT32LE stream at the source's rate and channel map, opened at
+/// `start` with a pre-buffer and buffer attributes from a target latency
+/// (ADJUST_LATENCY, INTERPOLATE_TIMING; 500 ms by default, so the server
+/// sleeps between refills). Interaction does not wait for that buffer: pause
+/// corks, flush drops the server's queue, and the volume is the stream's own
+/// volume on the server, applied as it mixes. The write callback copies from
+/// the lock-free ring straight into PulseAudio's buffer
 /// (`PulseRealTimeState.fill`): no allocation, lock, log or wait.
 ///
 /// A supervisor thread reports underruns and errors as events and, when the
@@ -21,7 +24,8 @@ import Synchronization
 /// briefly; the main loop thread holds it only while dispatching callbacks).
 public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable {
     public struct Options: Sendable {
-        /// Target latency in seconds (clamped to 0.01…2).
+        /// Target latency in seconds (clamped to 0.01…2); 0.5 by default,
+        /// where the server's CPU cost stops falling (specs/realtime.md).
         public var latency: Double
         /// Sink name; nil for the default sink.
         public var device: String?
@@ -33,7 +37,7 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
         /// Paces reconnection attempts.
         public var clock: any ClockPort
 
-        public init(latency: Double = 0.05, device: String? = nil, server: String? = nil, ringFrames: Int = 96_000,
+        public init(latency: Double = 0.5, device: String? = nil, server: String? = nil, ringFrames: Int = 96_000,
                     applicationName: String = "harmonia", clock: any ClockPort = MonotonicClockAdapter()) {
             self.latency = latency
             self.device = device
@@ -118,9 +122,6 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
             let ring = SPSCRingBuffer(minimumCapacity: max(options.ringFrames, latencyFrames * 2), channels: channels)
             let state = PulseRealTimeState(ring: ring, sampleRate: sampleRate, historyFrames: latencyFrames * 4 + 8192)
             state.mainloop = mainloop
-            // The volume outlives the stream: no ramp, the first frame plays at it.
-            state.currentGain = volume
-            state.targetGain = volume
             rt = state
             producerRing.withLock { $0 = ring }
             lastPosition = 0
@@ -224,14 +225,28 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
         }
     }
 
-    /// Kept across `configure` (each new stream starts at this gain) and
-    /// applied at once when set before any stream.
+    /// The stream's own volume on the server (its sink input's volume, what
+    /// a mixer such as pavucontrol shows for this player), applied by the
+    /// server as it mixes: heard within the sink's own latency, however much
+    /// audio the stream has queued. Kept across `configure` and reconnects:
+    /// each new stream starts at it. Linear amplitude, clamped to 0…1.
     public func setVolume(_ volume: Float) {
         let clamped = min(max(volume.isNaN ? 0 : volume, 0), 1)
         withMainloopLock {
             self.volume = clamped
-            rt?.targetGain = clamped
+            guard let context, let stream, pa_stream_get_state(stream) == PA_STREAM_READY else { return }
+            var levels = serverVolume()
+            if let operation = pa_context_set_sink_input_volume(context, pa_stream_get_index(stream), &levels, nil, nil) {
+                pa_operation_unref(operation)
+            }
         }
+    }
+
+    /// `volume` for every channel of the stream, on the server's scale.
+    private func serverVolume() -> pa_cvolume {
+        var levels = pa_cvolume()
+        pa_cvolume_set(&levels, UInt32(max(channels, 1)), pa_sw_volume_from_linear(Double(volume)))
+        return levels
     }
 
     public var framesPlayed: Int64 {
@@ -349,7 +364,9 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
         // the write callback (measured: 7 allocations in a minute). A 100 ms
         // main loop timer requests them instead, off the write path.
         let flags = pa_stream_flags_t(rawValue: PA_STREAM_ADJUST_LATENCY.rawValue | PA_STREAM_INTERPOLATE_TIMING.rawValue)
-        if pa_stream_connect_playback(stream, options.device, &attributes, flags, nil, nil) < 0 {
+        // The stream starts at the player's volume: its first frame plays at it.
+        var levels = serverVolume()
+        if pa_stream_connect_playback(stream, options.device, &attributes, flags, &levels, nil) < 0 {
             let error = pa_context_errno(context)
             pa_stream_unref(stream)
             throw Self.streamError(error, device: options.device)

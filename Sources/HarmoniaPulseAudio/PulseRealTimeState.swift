@@ -39,9 +39,6 @@ final class PulseRealTimeState: @unchecked Sendable {
     var streamOrigin: Int64 = 0
     /// The callback has written real audio since the last underrun or flush.
     private var hadRealData = false
-    /// Gain applied now, and the target `setVolume` asks for (ramped per buffer).
-    var currentGain: Float = 1
-    var targetGain: Float = 1
     /// Frames to send again before the ring after a reconnection: history
     /// positions [replayFrom, replayTo) of the previous stream.
     var replayFrom: Int64 = 0
@@ -132,7 +129,6 @@ final class PulseRealTimeState: @unchecked Sendable {
                 }
             }
             let written = (got < frames && (!playing || draining || refilling)) ? got : frames
-            applyGain(out, frames: written)
             remember(out, frames: written)
             pa_stream_write(stream, data, written * frameBytes, nil, 0, PA_SEEK_RELATIVE)
             streamFramesWritten += Int64(written)
@@ -141,18 +137,6 @@ final class PulseRealTimeState: @unchecked Sendable {
         }
         // Everything the server asked for was real audio: its buffer is full.
         refilling = false
-    }
-
-    /// Ramps linearly from the current gain to the target across `frames`.
-    private func applyGain(_ out: UnsafeMutablePointer<Float>, frames: Int) {
-        let from = currentGain, to = targetGain
-        guard frames > 0, !(from == 1 && to == 1) else { return }
-        let step = (to - from) / Float(frames)
-        for frame in 0..<frames {
-            let gain = from + step * Float(frame + 1)
-            for c in 0..<channels { out[frame * channels + c] *= gain }
-        }
-        currentGain = to
     }
 
     private func remember(_ out: UnsafeMutablePointer<Float>, frames: Int) {

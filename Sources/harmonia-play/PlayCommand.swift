@@ -111,7 +111,7 @@ struct PlayCommand: ParsableCommand {
     @Option(help: ArgumentHelp("dB added to the ReplayGain (needs --replaygain track|album).", valueName: "DB"))
     var preamp: Double?
 
-    @Option(help: ArgumentHelp("PulseAudio target latency in milliseconds, 10–2000 (default 50).", valueName: "MS"))
+    @Option(help: ArgumentHelp("PulseAudio target latency in milliseconds, 10–2000 (default 500: the server sleeps between refills; pause, seek and volume do not wait for the buffer).", valueName: "MS"))
     var latency: Double?
 
     @Option(help: ArgumentHelp("PulseAudio sink name (default: the server's default sink).", valueName: "SINK"))

@@ -339,7 +339,7 @@ def drain(stream):
 class Ours(Player):
     name = "ours"
     controls = True
-    latency_ms = None    # None: the default (50 ms)
+    latency_ms = None    # None: the default (500 ms)
 
     def start(self, path):
         argv = [self.h.ours, "--control", "stdin", "--tick", "0", "--output", "pulse",
@@ -827,7 +827,7 @@ def write_results(args, results, notes, latency_us, h, extra):
     if pause_ours is not None:
         headline.append({"label": "Pause → silence vs one %g ms buffer" % buffer_ms,
                          "ratio": round(pause_ours / buffer_ms, 3), "target": 1.0, "lower_is_better": True})
-    granted = ("while ours plays at the default 50 ms target, pactl reports %.1f ms buffered in its stream (the sink "
+    granted = ("while ours plays at the default 500 ms target, pactl reports %.1f ms buffered in its stream (the sink "
                 "input's buffer latency: what the server holds, i.e. the buffer a seek or volume change waits out)"
                % (latency_us / 1000) if latency_us else "the buffer the server holds for ours could not be read")
     method = (
@@ -847,7 +847,7 @@ def write_results(args, results, notes, latency_us, h, extra):
         "absolute; MPD: mpc seek) → the first sample of the new position (targets 20, 8, 25 s per session). "
         "Pause: the command → the last sample above −40 dBFS before 50 ms of silence. Volume 100 → 50: the "
         "command → the first half-cycle whose peak falls below 85 %% of the level before it. Each session plays "
-        "one process (ours: --control stdin --tick 0, default --latency 50 ms); ours and each peer alternate, "
+        "one process (ours: --control stdin --tick 0, default --latency 500 ms); ours and each peer alternate, "
         "%d runs each; figures are medians in ms; ratio = ours ÷ peer, lower is better. Times exclude a real "
         "device's own latency (the same for every player); %s." % (args.runs, granted))
     data = {"part": "latency", "title": "Latency through PulseAudio", "method": method,
