@@ -33,15 +33,38 @@ public struct CoreFactory: Sendable {
         case custom(any AudioOutputPort)
     }
 
+    /// Decodes every track of the services made from now on. By default
+    /// FFmpeg, reading http(s) sources through libcurl with `init`'s `network`
+    /// policy.
     public var decoder: any DecoderPort
+    /// Reads tags for `makeTagReaderService()`, and for the playback service
+    /// (local files) when its decoder gives none. By default FFmpeg.
     public var tagReader: any TagReaderPort
+    /// The playback service's time source, also given to the PulseAudio and
+    /// null outputs `makeOutput()` builds (their waits; the null output's
+    /// pace). By default `CLOCK_MONOTONIC` (`MonotonicClockAdapter`).
     public var clock: any ClockPort
+    /// Receives the playback service's messages. The default decoder keeps
+    /// the logger given to `init`; replacing this one does not change it.
     public var logger: any LoggerPort
+    /// Where `makeOutput()` sends the sound. By default PulseAudio with
+    /// default options.
     public var output: Output
+    /// The tuning of every playback service made from now on. Its
+    /// `decodeAhead` also sizes the output rings `makeOutput()` builds:
+    /// that many seconds at 96 kHz (for PulseAudio, at least that many).
     public var configuration: PlaybackConfiguration
 
-    /// - Parameter network: the network policy for http(s) sources
-    ///   (timeouts, headers, certificate verification: specs/network.md).
+    /// Builds the default ports: FFmpeg decoder and tag reader, libcurl for
+    /// http(s), the monotonic clock. Makes no output and contacts no server:
+    /// `makeOutput()` (called by `makePlaybackService()`) builds the output.
+    /// - Parameters:
+    ///   - output: where the sound goes; PulseAudio by default.
+    ///   - configuration: the playback services' tuning.
+    ///   - logger: receives the decoder's and the playback service's
+    ///     messages; swift-log with the label `harmonia` by default.
+    ///   - network: the network policy for http(s) sources
+    ///     (timeouts, headers, certificate verification: specs/network.md).
     public init(output: Output = .pulseAudio(PulseAudioOutputAdapter.Options()),
                 configuration: PlaybackConfiguration = PlaybackConfiguration(),
                 logger: any LoggerPort = SwiftLogLoggerAdapter(label: "harmonia"),

@@ -13,6 +13,7 @@ import Musl
 /// `AUDIO`. The text is UTF-8 (a byte-order mark is skipped), or Latin-1 when
 /// it is not valid UTF-8.
 public struct CueSheetFileAdapter: CueSheetPort {
+    /// Creates the adapter; it holds no state.
     public init() {}
 
     public func parse(url: String) throws(CoreError) -> CueSheet {

@@ -15,6 +15,7 @@ import Musl
 /// say "unknown" (0xFFFFFFFF), which readers take as "to the end of the file".
 /// A second `configure` with another format throws: one file, one format.
 public final class FileAudioOutput: AudioOutputPort, @unchecked Sendable {
+    /// The file written, as given to `init(path:)`.
     public let path: String
     public let events: AsyncStream<AudioOutputEvent>
     public func observe(_ handler: @escaping @Sendable (AudioOutputEvent) -> Void) { hub.observe(handler) }
@@ -32,6 +33,9 @@ public final class FileAudioOutput: AudioOutputPort, @unchecked Sendable {
     private var scratch: UnsafeMutablePointer<Float>?
     private var scratchFrames = 0
 
+    /// Creates the output. Nothing is opened yet: the first `configure`
+    /// creates or truncates the file. A path ending in `.wav`
+    /// (any case) gets a WAV header; any other path gets raw float32.
     public init(path: String) {
         self.path = path
         isWAV = path.lowercased().hasSuffix(".wav")

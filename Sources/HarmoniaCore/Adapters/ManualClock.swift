@@ -17,6 +17,8 @@ public final class ManualClock: ClockPort, @unchecked Sendable {
     private var conditionWaiters: [(ticket: Int, condition: ConditionLock, deadline: UInt64)] = []
     private var nextTicket = 0
 
+    /// Creates a clock that reads `start` nanoseconds; its time moves only
+    /// through `advance(by:)` and `step(by:)`.
     public init(start: UInt64 = 0) {
         time = start
         // A waiter's registration allocates nothing (a decode thread's

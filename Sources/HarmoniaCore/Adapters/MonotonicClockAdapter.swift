@@ -8,6 +8,7 @@ import Musl
 /// `ClockPort` on `CLOCK_MONOTONIC`: unaffected by wall-clock changes.
 /// `now()` is a vDSO call: no allocation, no lock, real-time safe.
 public struct MonotonicClockAdapter: ClockPort {
+    /// Creates the adapter; it holds no state.
     public init() {}
 
     public func now() -> UInt64 {

@@ -54,7 +54,10 @@ public final class NullAudioOutput: AudioOutputPort, @unchecked Sendable {
     private var manualRemainder = 0.0
     private var manualScratch: [Float] = []
 
+    /// Creates a stopped output. The ring is allocated by `configure`; with a
+    /// `.realTime` pace, `start()` starts the consumer thread.
     /// - Parameters:
+    ///   - pace: how the output consumes what it is given (`Pace`).
     ///   - periodFrames: frames consumed per period in real-time pace.
     ///   - ringFrames: ring capacity (rounded up to a power of two).
     public init(pace: Pace, periodFrames: Int = 1024, ringFrames: Int = 16384) {

@@ -6,6 +6,7 @@ import Logging
 public struct SwiftLogLoggerAdapter: LoggerPort {
     private let logger: Logger
 
+    /// Creates a swift-log `Logger` of its own with `label` and `level`.
     /// - Parameters:
     ///   - label: the logger's label (`"harmonia.ffmpeg"`, …).
     ///   - level: the lowest level emitted.
@@ -15,6 +16,7 @@ public struct SwiftLogLoggerAdapter: LoggerPort {
         self.logger = logger
     }
 
+    /// Logs through `logger` as it is configured (label, level, metadata).
     public init(logger: Logger) { self.logger = logger }
 
     public func debug(_ message: @autoclosure () -> String) { logger.debug("\(message())") }
@@ -25,6 +27,7 @@ public struct SwiftLogLoggerAdapter: LoggerPort {
 
 /// A `LoggerPort` that drops everything.
 public struct NoopLoggerAdapter: LoggerPort {
+    /// Creates the adapter; it holds no state.
     public init() {}
     public func debug(_ message: @autoclosure () -> String) {}
     public func info(_ message: @autoclosure () -> String) {}

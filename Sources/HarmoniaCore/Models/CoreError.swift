@@ -75,11 +75,16 @@ public enum CoreError: Error, Sendable, Equatable, Hashable, Codable {
     // Codable as {"category": "...", "message": "..."}: stable and readable.
     private enum CodingKeys: String, CodingKey { case category, message }
 
+    /// Decodes the `{"category": …, "message": …}` form `encode(to:)` writes.
+    /// - Throws: `DecodingError` when a key is missing or the category is not
+    ///   a `Category` raw value.
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         self.init(try c.decode(Category.self, forKey: .category), try c.decode(String.self, forKey: .message))
     }
 
+    /// Encodes as `{"category": …, "message": …}`: the category's raw value
+    /// (`"notFound"`, …) and the message.
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(category, forKey: .category)

@@ -18,6 +18,7 @@ public struct CueTrack: Sendable, Equatable, Hashable, Codable {
     /// `nil` for the last track (to the end of the file).
     public let endTime: Double?
 
+    /// Builds a track from its fields, stored as given (not validated).
     public init(index: Int, title: String?, performer: String?, startTime: Double, endTime: Double?) {
         self.index = index
         self.title = title
@@ -39,6 +40,8 @@ public struct CueSheet: Sendable, Equatable, Hashable, Codable {
     /// At least one track, ascending by `startTime`.
     public let tracks: [CueTrack]
 
+    /// Builds a sheet from its fields, stored as given: nothing checks that
+    /// `tracks` is non-empty or ordered (`CueSheetFileAdapter` does).
     public init(fileURL: String, title: String?, performer: String?, tracks: [CueTrack]) {
         self.fileURL = fileURL
         self.title = title

@@ -15,15 +15,20 @@ public enum TrackEndReason: String, Sendable, Codable, Equatable, CaseIterable {
 /// What a playback service reports, in the order it happened. Track and
 /// position events follow what the listener hears, not what was decoded.
 public enum PlaybackEvent: Sendable, Equatable {
+    /// The service's state changed to the one carried; sent only on a change.
     case stateChanged(PlaybackState)
     /// The listener reached the first frame of `track`, at queue `index`
     /// (also sent when `load` or `jump` makes a track current).
     case trackStarted(index: Int, track: Track)
+    /// The listener stopped hearing `track`, for `reason`. `index` is its
+    /// queue index now, nil when the entry has left the queue.
     case trackEnded(index: Int?, track: Track, reason: TrackEndReason)
     /// The heard position, every `PlaybackConfiguration.positionInterval` while playing.
     case position(seconds: Double, duration: Double)
     /// A seek finished: the next frame the listener hears is at `seconds`.
     case seekCompleted(seconds: Double)
+    /// The volume changed to the one carried (0…1, after clamping); sent only
+    /// when the value differs from the previous one.
     case volumeChanged(Float)
     /// The queue's entries, order, repeat or shuffle changed.
     case queueChanged

@@ -28,6 +28,7 @@ public enum PlaybackState: Sendable, Equatable, Hashable {
 }
 
 extension PlaybackState: CustomStringConvertible {
+    /// The `name`, or `error(category: message)` for the error state.
     public var description: String {
         if case .error(let error) = self { return "error(\(error))" }
         return name
@@ -38,6 +39,9 @@ extension PlaybackState: Codable {
     // {"state": "error", "error": {...}} or {"state": "playing"}.
     private enum CodingKeys: String, CodingKey { case state, error }
 
+    /// Decodes the form `encode(to:)` writes.
+    /// - Throws: `DecodingError` for an unknown state name, a missing key, or
+    ///   an `error` state without its error.
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         let name = try c.decode(String.self, forKey: .state)
@@ -53,6 +57,8 @@ extension PlaybackState: Codable {
         }
     }
 
+    /// Encodes as `{"state": name}`, plus `"error"` (a `CoreError`) for the
+    /// error state.
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(name, forKey: .state)

@@ -25,6 +25,8 @@ public struct StreamInfo: Sendable, Equatable, Hashable {
     /// Exact decoded length in frames; `nil` when unknown.
     public var totalFrames: Int64?
 
+    /// Builds an info from its fields, stored as given; `validate()` checks
+    /// them.
     public init(duration: Double, sampleRate: Double, channels: Int, bitDepth: Int,
                 codec: String? = nil, bitrate: Int? = nil, totalFrames: Int64? = nil) {
         self.duration = duration
@@ -63,7 +65,10 @@ extension StreamInfo: Codable {
         case duration, sampleRate, channels, bitDepth, codec, bitrate, totalFrames
     }
 
-    // JSON has no infinity: an unknown duration is encoded as null.
+    /// Decodes the form `encode(to:)` writes; a null or missing `duration`
+    /// becomes `.infinity`.
+    /// - Throws: `DecodingError` when a required field (`sampleRate`,
+    ///   `channels`, `bitDepth`) is missing or mistyped.
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         duration = try c.decodeIfPresent(Double.self, forKey: .duration) ?? .infinity
@@ -75,6 +80,8 @@ extension StreamInfo: Codable {
         totalFrames = try c.decodeIfPresent(Int64.self, forKey: .totalFrames)
     }
 
+    /// Encodes every field by name. JSON has no infinity: a duration that is
+    /// not finite is encoded as null; nil optional fields are left out.
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         if duration.isFinite { try c.encode(duration, forKey: .duration) } else { try c.encodeNil(forKey: .duration) }

@@ -65,6 +65,7 @@ public struct TagBundle: Sendable, Equatable, Hashable, Codable {
     /// `"lossless"` or `"lossy"`, derived from the codec; `nil` when unknown.
     public var encoding: String?
 
+    /// Builds a bundle; every field defaults to nil (absent).
     public init(
         title: String? = nil, artist: String? = nil, album: String? = nil, albumArtist: String? = nil,
         composer: String? = nil, genre: String? = nil, year: Int? = nil,
@@ -100,9 +101,13 @@ public struct TagBundle: Sendable, Equatable, Hashable, Codable {
 /// One embedded lyrics text and its ISO 639-2 language (nil when the source
 /// declares none or says `und`). The text is as stored: LRC timestamps stay.
 public struct LyricsLanguageVariant: Sendable, Equatable, Hashable, Codable {
+    /// The ISO 639-2 language code (`"eng"`); nil when the source declares
+    /// none or says `und`.
     public var languageCode: String?
+    /// The lyrics as stored, LRC timestamps included.
     public var text: String
 
+    /// Builds a variant from its fields, stored as given.
     public init(languageCode: String?, text: String) {
         self.languageCode = languageCode
         self.text = text

@@ -29,6 +29,8 @@ public struct Track: Sendable, Equatable, Hashable, Codable, Identifiable {
     /// Seconds into the file where the track ends; `nil` is the end of the file.
     public var end: Double?
 
+    /// Builds a queue entry for `url`, with a fresh `id` unless one is given;
+    /// every other field defaults to nil.
     public init(url: String, id: UUID = UUID(), title: String? = nil, artist: String? = nil,
                 album: String? = nil, duration: Double? = nil, artwork: Data? = nil,
                 start: Double? = nil, end: Double? = nil) {

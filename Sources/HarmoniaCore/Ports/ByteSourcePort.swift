@@ -34,6 +34,7 @@ public struct StationInfo: Sendable, Equatable {
     /// `icy-url`: the station's web page.
     public var url: String?
 
+    /// Builds a description from its headers; one the server did not send is nil.
     public init(name: String? = nil, genre: String? = nil, url: String? = nil) {
         self.name = name
         self.genre = genre

@@ -3,8 +3,11 @@
 /// Opaque identifier of one open decode session. Unique for the lifetime of
 /// the adapter that issued it; never reused.
 public struct DecodeHandle: Hashable, Sendable, CustomStringConvertible {
+    /// The number the issuing adapter gave the session.
     public let id: UInt64
+    /// Wraps `id`. Adapters make handles; an application only passes them back.
     public init(id: UInt64) { self.id = id }
+    /// `DecodeHandle(id)`, for logs and messages.
     public var description: String { "DecodeHandle(\(id))" }
 }
 

@@ -41,6 +41,9 @@ public final class SPSCRingBuffer: @unchecked Sendable {
     /// Consumer only: its last view of writeIndex.
     private var cachedWrite: UnsafeMutablePointer<Int> { (control + 4 * Self.line).assumingMemoryBound(to: Int.self) }
 
+    /// Allocates the ring, zero-filled, and its control block: the only call
+    /// that allocates (not real-time safe). Traps when either argument is
+    /// not positive.
     /// - Parameters:
     ///   - minimumCapacity: frames; rounded up to a power of two (at least 2).
     ///   - channels: samples per frame (≥ 1).

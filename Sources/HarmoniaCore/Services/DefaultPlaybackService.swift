@@ -19,6 +19,8 @@ import Glibc
 ///
 /// Lock order: `engine` before `published`; the output's own locks last.
 public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable {
+    /// The tuning given to `init`; fixed for the service's lifetime
+    /// (`setReplayGain(_:)` changes the gain in use, not this value).
     public let configuration: PlaybackConfiguration
     private let decoder: any DecoderPort
     private let output: any AudioOutputPort
@@ -89,10 +91,22 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
     private var publishedQueue = PlaybackQueue()
     private var publishedCurrentID: UUID?
 
+    /// Creates a stopped service with an empty queue and starts its two
+    /// threads: the decode thread (`harmonia.decode`) and the one that
+    /// handles the output's events (`harmonia.events`). `shutdown()`, or
+    /// releasing the service, ends them.
     /// - Parameters:
+    ///   - decoder: opens and decodes every track; its network events are
+    ///     sent on as `PlaybackEvent.network`.
+    ///   - output: where decoded audio goes; the service configures, starts
+    ///     and stops it, and its `framesPlayed` is the heard position.
+    ///   - clock: times the decode thread's waits and the position events
+    ///     (a `ManualClock` makes a test deterministic).
+    ///   - logger: receives the service's messages; by default they are dropped.
     ///   - tagReader: reads tags of local files as they are opened (track
     ///     metadata and ReplayGain) when the decoder does not give them
     ///     itself (`DecoderPort.tags`); with neither, tracks have no tags.
+    ///   - configuration: the service's tuning (`PlaybackConfiguration`).
     public init(decoder: any DecoderPort, output: any AudioOutputPort, clock: any ClockPort,
                 logger: any LoggerPort = NoopLoggerAdapter(), tagReader: (any TagReaderPort)? = nil,
                 configuration: PlaybackConfiguration = PlaybackConfiguration()) {

@@ -22,6 +22,8 @@ public enum ReplayGainMode: String, Sendable, Codable, CaseIterable {
 
 /// ReplayGain as applied by the decode thread — specs/services.md §ReplayGain
 public struct ReplayGainSettings: Sendable, Equatable {
+    /// Which tag's gain applies; `.off` makes `linearGain(for:)` 1 (no
+    /// preamp either).
     public var mode: ReplayGainMode
     /// Added to the tag's gain, in dB (also applied to files without tags
     /// when the mode is not `off`).
@@ -29,6 +31,8 @@ public struct ReplayGainSettings: Sendable, Equatable {
     /// Lowers the gain so that the tagged peak does not exceed full scale.
     public var preventClipping: Bool
 
+    /// Builds settings; the defaults are ReplayGain off, a 0 dB preamp and
+    /// clipping prevention on.
     public init(mode: ReplayGainMode = .off, preampDB: Double = 0, preventClipping: Bool = true) {
         self.mode = mode
         self.preampDB = preampDB
@@ -42,6 +46,8 @@ public struct PlaybackConfiguration: Sendable {
     public var decodeAhead: Double
     /// Seconds between `position` events while playing; 0 turns them off.
     public var positionInterval: Double
+    /// The ReplayGain the service starts with; `setReplayGain(_:)` changes
+    /// the one in use later.
     public var replayGain: ReplayGainSettings
     /// Frames decoded per step of the decode loop.
     public var chunkFrames: Int
@@ -61,6 +67,10 @@ public struct PlaybackConfiguration: Sendable {
     /// few pauses, not in a stutter of short ones.
     public var rebuffer: Double
 
+    /// Builds a configuration from the values above. The defaults: 2 s
+    /// decode-ahead, a position event every 0.5 s, ReplayGain off,
+    /// 4096-frame chunks, a 0.01 s shortest sleep, 8192 prefill frames and a
+    /// 1.5 s rebuffer.
     public init(decodeAhead: Double = 2.0, positionInterval: Double = 0.5,
                 replayGain: ReplayGainSettings = ReplayGainSettings(),
                 chunkFrames: Int = 4096, pollInterval: Double = 0.01, prefillFrames: Int = 8192,

@@ -5,6 +5,7 @@
 public final class TagReaderService: Sendable {
     private let tagReader: any TagReaderPort
 
+    /// Creates the service on `tagReader`; it keeps no other state.
     public init(tagReader: any TagReaderPort) {
         self.tagReader = tagReader
     }

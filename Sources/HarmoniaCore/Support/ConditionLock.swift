@@ -15,6 +15,8 @@ public final class ConditionLock: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private let condition: UnsafeMutablePointer<pthread_cond_t>
 
+    /// Allocates and initialises the mutex and a condition variable whose
+    /// timed waits use `CLOCK_MONOTONIC`. Allocates: not for real-time threads.
     public init() {
         mutex = .allocate(capacity: 1)
         condition = .allocate(capacity: 1)

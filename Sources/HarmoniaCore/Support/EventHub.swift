@@ -14,6 +14,7 @@ public final class EventHub<Event: Sendable>: @unchecked Sendable {
     private var nextID = 0
     private var finished = false
 
+    /// Creates a hub with no streams and no observers.
     public init() {}
 
     /// A new stream of every event from now on.

@@ -8,6 +8,8 @@
 /// beyond it from outside is absurd, and is clamped to it or refused.
 public let maxFramePosition: Int64 = 1 << 53
 
+/// Conversions of numbers from outside (files, tags, the command line) that
+/// never trap.
 extension Int64 {
     /// `value` rounded to the nearest integer and clamped to
     /// ±`maxFramePosition`; NaN becomes 0. For frame positions computed
@@ -19,6 +21,7 @@ extension Int64 {
     }
 }
 
+/// Checks on numbers that come from outside.
 extension Double {
     /// `self` when it is a finite number, else nil.
     public var finiteOrNil: Double? { isFinite ? self : nil }
