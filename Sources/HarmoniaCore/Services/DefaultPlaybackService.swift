@@ -684,21 +684,43 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
     // MARK: - Decode thread
 
     private func startDecodeThread() {
+        let control = self.control
+        let clock = self.clock
         let thread = Thread { [weak self] in
             nameCurrentThread("harmonia.decode")
-            // The strong reference lives only for one pass and its wait, so
-            // releasing the service ends the thread.
-            while let self, self.decodePassAndWait() {}
+            while true {
+                // The service is held only for one pass, never across a wait:
+                // releasing it ends the thread (deinit shuts down).
+                guard let wait = self?.decodePass() else { return }
+                if case .working = wait {
+                    sched_yield()
+                    continue
+                }
+                let stop = control.lock.withLock { () -> Bool in
+                    switch wait {
+                    case .working:
+                        break
+                    case .condition:
+                        while !control.wakeRequested && !control.shuttingDown { control.lock.wait() }
+                    case .sleep(let deadline):
+                        // Until the next thing due, unless a control call comes first.
+                        while !control.wakeRequested && !control.shuttingDown && clock.now() < deadline {
+                            clock.wait(on: control.lock, until: deadline)
+                        }
+                    }
+                    return control.shuttingDown
+                }
+                if stop { return }
+            }
         }
         thread.name = "harmonia.decode"
         thread.start()
     }
 
-    /// One pass of the decode thread (up to 32 steps under `engine`), then
-    /// its wait: for a control call when there is nothing to do, or until
-    /// the next thing due while playing (`wakeDeadline()`), cut short by a
-    /// control call. Returns false when the service shuts down.
-    private func decodePassAndWait() -> Bool {
+    /// One pass of the decode thread: up to 32 steps under `engine`; returns
+    /// how the thread waits next (for a control call when there is nothing
+    /// to do, or until `wakeDeadline()` while playing).
+    private func decodePass() -> DecodeThreadControl.Wait {
         engine.withLock {
             control.wakeRequested = false
             control.wait = .working
@@ -714,17 +736,7 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
             }
             control.wait = wait
             engine.broadcast()
-            switch wait {
-            case .working:
-                engine.withLockReleased { _ = sched_yield() }
-            case .condition:
-                while !control.wakeRequested && !control.shuttingDown { engine.wait() }
-            case .sleep(let deadline):
-                while !control.wakeRequested && !control.shuttingDown && clock.now() < deadline {
-                    clock.wait(on: engine, until: deadline)
-                }
-            }
-            return !control.shuttingDown
+            return wait
         }
     }
 
