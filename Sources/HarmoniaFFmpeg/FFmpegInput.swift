@@ -137,6 +137,13 @@ final class FFmpegInput {
         // 11 s at 2 KB/s before a note; 8 KiB is enough for every container
         // we stream; specs/network.md §Decoding gives the figures.
         if byteSourceIO != nil { format?.pointee.probesize = Self.networkProbeBytes }
+        // FFmpeg's wav demuxer asks for 16-bit PCM to be probed as a codec
+        // (DTS or AC-3 hidden in PCM): the first read then runs every codec
+        // probe over 32 packets — 7 ms of CPU for a 2 s WAV, most of the
+        // time `info` spends on one (benchmarks/RESULTS.md §Library scan).
+        // We open the decoder from the header before that read, so the
+        // probe's answer was never used: skip it.
+        if containerName == "wav" { format?.pointee.max_probe_packets = 0 }
         do {
             try check(avformat_open_input(&format, location, probed, nil), "avformat_open_input")
         } catch {
