@@ -234,7 +234,7 @@ struct HarmoniaPlayTerminalTests {
         let before = pty.initialModes
         #expect(try pty.waitForExit() == .exited(0))
         let last = try #require(statusLines(pty.output).last)
-        #expect(last.hasSuffix(" / 0:02.0  vol 100%  stopped  1/1"), "\(last)")
+        #expect(last.hasSuffix(" / 0:02.0  vol 100%  stopped  1/1"), "\(last); the output's end: \(pty.output.suffix(400).debugDescription)")
         #expect(pty.output.hasSuffix("stopped  1/1\r\n" + Self.showCursor))
         #expect(sameModes(before, pty.modes()))
     }

@@ -611,7 +611,7 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
 
     private func stopLocked() {
         invalidateDecodedAudio()
-        closeAllTracks()
+        closeAllTracks(publish: false)
         stopOutputAndTimeline()
         range = nil
         intent = .stopped
@@ -627,7 +627,9 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
         segments = []
         endOfData = false
         intent = .stopped
-        publishTimeline()
+        // The empty timeline is published with the stopped or error state
+        // that follows (setState), so no reader sees a playing state with no
+        // position or duration.
     }
 
     private func fail(with error: CoreError, url: String?) {
@@ -1006,7 +1008,7 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
                     intent = playing ? .playing : .paused
                     wakeDecodeThread()
                 } catch {
-                    closeAllTracks()
+                    closeAllTracks(publish: false)
                     fail(with: error, url: nil)
                 }
             } else if rangeEndReached, let range, intent == .playing {
@@ -1020,7 +1022,7 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
                 emitEnded(last.open, reason: last.open.failure != nil ? .failed : .finished)
                 let failure = last.open.failure
                 invalidateDecodedAudio()
-                closeAllTracks()
+                closeAllTracks(publish: false)
                 stopOutputAndTimeline()
                 hub.emit(.queueEnded)
                 if let failure {
@@ -1143,13 +1145,15 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
         if readInFlight === open { open.closeWhenReadReturns = true } else { decoder.close(open.handle) }
     }
 
-    private func closeAllTracks() {
+    /// Closes every open track. `publish: false` when a stopped or error
+    /// state follows, which publishes the empty timeline with it (setState).
+    private func closeAllTracks(publish: Bool = true) {
         for open in allOpenTracks() { closeTrack(open) }
         segments = []
         decoding = nil
         awaitingFormat = nil
         preopened = nil
-        publishTimeline()
+        if publish { publishTimeline() }
     }
 
     /// Drops everything decoded but not yet heard, and any read in flight.
@@ -1182,6 +1186,13 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
         if state != .buffering { corkedForBuffering = false }  // every other state set the output's pause itself
         let changed = published.withLock { () -> Bool in
             defer { publishedState = state }
+            switch state {
+            case .stopped, .error:
+                publishedTimeline = []
+                publishedDuration = 0
+            default:
+                break
+            }
             return publishedState != state
         }
         if changed {
