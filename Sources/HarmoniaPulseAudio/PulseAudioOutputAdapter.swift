@@ -234,11 +234,17 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
         let clamped = min(max(volume.isNaN ? 0 : volume, 0), 1)
         withMainloopLock {
             self.volume = clamped
-            guard let context, let stream, pa_stream_get_state(stream) == PA_STREAM_READY else { return }
-            var levels = serverVolume()
-            if let operation = pa_context_set_sink_input_volume(context, pa_stream_get_index(stream), &levels, nil, nil) {
-                pa_operation_unref(operation)
-            }
+            applyServerVolume()
+        }
+    }
+
+    /// Sets the current stream's sink input to `volume`, if the stream is
+    /// ready (a stream still connecting gets it once ready). Main loop lock held.
+    private func applyServerVolume() {
+        guard let context, let stream, pa_stream_get_state(stream) == PA_STREAM_READY else { return }
+        var levels = serverVolume()
+        if let operation = pa_context_set_sink_input_volume(context, pa_stream_get_index(stream), &levels, nil, nil) {
+            pa_operation_unref(operation)
         }
     }
 
@@ -366,6 +372,7 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
         let flags = pa_stream_flags_t(rawValue: PA_STREAM_ADJUST_LATENCY.rawValue | PA_STREAM_INTERPOLATE_TIMING.rawValue)
         // The stream starts at the player's volume: its first frame plays at it.
         var levels = serverVolume()
+        let connectVolume = volume
         if pa_stream_connect_playback(stream, options.device, &attributes, flags, &levels, nil) < 0 {
             let error = pa_context_errno(context)
             pa_stream_unref(stream)
@@ -386,6 +393,8 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
         }
         grantedTargetLength = pa_stream_get_buffer_attr(stream)?.pointee.tlength ?? latencyBytes
         self.stream = stream
+        // A setVolume while the stream connected (the wait releases the lock).
+        if volume != connectVolume { applyServerVolume() }
         startTimingTimer()
         let tile = pa_context_get_tile_size(context, &spec)
         if tile > 0 { rt.maxChunkFrames = max(1, tile / (channels * 4)) }
