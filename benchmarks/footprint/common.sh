@@ -1,5 +1,5 @@
 # Shared by run-footprint.sh and run-underruns.sh (sourced, from the repository root).
-# SWIFT, a release harmonia-play, a 10-minute FLAC, and a PulseAudio server:
+# SWIFT, a release harmonia-play, a 10-minute FLAC (and MP3), and a PulseAudio server:
 # the one in PULSE_SERVER when it answers (make bench starts a private one),
 # otherwise a private one of our own, stopped on exit.
 SWIFT=${SWIFT:-$(command -v swift 2>/dev/null || echo /opt/swift/usr/bin/swift)}
@@ -24,6 +24,16 @@ make_flac() {
       -filter_complex "[0][1]amix=inputs=2:normalize=0,aformat=channel_layouts=stereo" \
       -c:a flac -sample_fmt s16 "$out.tmp.flac"
     mv "$out.tmp.flac" "$out"
+  fi
+  printf '%s\n' "$out"
+}
+
+# The same music as a 192 kbit/s MP3 (LAME): $1 = the FLAC, $2 = file name in .work.
+make_mp3() {
+  local out="$WORK/$2"
+  if [ ! -s "$out" ]; then
+    ffmpeg -nostdin -hide_banner -loglevel error -y -i "$1" -c:a libmp3lame -b:a 192k "$out.tmp.mp3"
+    mv "$out.tmp.mp3" "$out"
   fi
   printf '%s\n' "$out"
 }
