@@ -1,0 +1,168 @@
+// HeardTimeline — specs/services.md §Threads
+// What the listener hears. `OutputTimeline` is the output's timeline since
+// its last configure or flush (which track's frames went where); the
+// extension follows the listener along it: track boundaries, the end of a
+// format, the range or the queue, and position ticks, each sent when the
+// output's heard-frames clock reaches it; specs/services.md §Events has them.
+// All of it is engine state: guarded by `engine`, touched by control calls
+// and the decode thread.
+import Foundation
+
+/// The output's timeline since its last configure or flush, oldest first.
+/// A value owned by the service's engine (guarded by `engine`); readers
+/// see its `points`, published.
+struct OutputTimeline {
+    /// Oldest first: `segments[0]` is the track the listener hears.
+    var segments: [Segment] = []
+    /// Output frame index just after the last frame written.
+    var written: Int64 = 0
+    /// Titles placed on the output timeline: each is published when the
+    /// listener reaches `frame`; specs/network.md §Events has the timing.
+    var queuedTitles: [(frame: Int64, url: String, title: String, byte: Int64)] = []
+
+    /// A new timeline after the output was configured or flushed: output
+    /// frame `writeStart` is `open`'s file frame `sourceStart`.
+    mutating func restart(at writeStart: Int64, with open: OpenTrack, from sourceStart: Int64) {
+        written = writeStart
+        queuedTitles.removeAll()  // a new timeline: titles of audio never heard go
+        segments = [Segment(open: open, writeStart: written, sourceStart: sourceStart)]
+    }
+
+    /// The heard position as a frame of the heard track's file, for `heard`
+    /// output frames played.
+    func sourceFrame(heard: Int64) -> Int64 {
+        guard let first = segments.first else { return 0 }
+        let limit = segments.count > 1 ? segments[1].writeStart : Int64.max
+        return first.sourceStart + max(0, min(heard, limit) - first.writeStart)
+    }
+
+    /// What readers need to turn heard frames into seconds.
+    var points: [TimelinePoint] {
+        segments.map {
+            TimelinePoint(writeStart: $0.writeStart, sourceStart: $0.sourceStart,
+                          trackStart: $0.open.startFrame, sampleRate: $0.open.info.sampleRate)
+        }
+    }
+}
+
+/// Frames of one track in the output's timeline: output frame `writeStart`
+/// is the track's file frame `sourceStart`.
+struct Segment {
+    let open: OpenTrack
+    let writeStart: Int64
+    let sourceStart: Int64
+}
+
+/// What readers need of a segment to turn heard frames into seconds.
+struct TimelinePoint: Sendable {
+    let writeStart: Int64
+    let sourceStart: Int64
+    let trackStart: Int64
+    let sampleRate: Double
+}
+
+/// Frames `[start, end]` of the heard track's file.
+struct FrameRange {
+    let start: Int64
+    let end: Int64?
+
+    func description(for open: OpenTrack) -> String {
+        "\(open.seconds(atFrame: start))…\(end.map { "\(open.seconds(atFrame: $0))" } ?? "end") s"
+    }
+}
+
+// MARK: - Following the listener
+
+extension DefaultPlaybackService {
+    /// Sends the events for what the listener has reached since the last
+    /// call: track boundaries, the end of a format, the range or the queue,
+    /// and position ticks.
+    func followListener(heard: Int64) {
+        // Paused exactly on a boundary (a seek to a track's end), the
+        // listener is still at the end of the earlier track.
+        while timeline.segments.count > 1,
+              heard > timeline.segments[1].writeStart || (heard == timeline.segments[1].writeStart && intent == .playing) {
+            let ended = timeline.segments.removeFirst()
+            emitEnded(ended.open, reason: ended.open.failure != nil ? .failed : .finished)
+            if ended.open !== decoding { closeTrack(ended.open) }
+            range = nil
+            rangeEndReached = false
+            becomeCurrent(timeline.segments[0].open)
+            publishTimeline()
+        }
+        // Indexing, not `segments.last`: unspecialised (a debug build), that
+        // generic getter allocates, and this runs on every pass of the decode loop.
+        if !timeline.segments.isEmpty, heard >= timeline.written, pending == nil, readInFlight == nil {
+            let last = timeline.segments[timeline.segments.count - 1]
+            if let next = awaitingFormat {
+                emitEnded(last.open, reason: last.open.failure != nil ? .failed : .finished)
+                closeTrack(last.open)
+                awaitingFormat = nil
+                let playing = intent == .playing
+                do {
+                    outputFormat = nil
+                    outputStarted = false
+                    try output.configure(sampleRate: next.info.sampleRate, channels: next.info.channels)
+                    outputFormat = AudioFormat(next.info)
+                    timeline.restart(at: output.framesPlayed, with: next, from: next.nextFrame)
+                    range = nil
+                    becomeCurrent(next)
+                    publishTimeline()
+                    intent = playing ? .playing : .paused
+                    wakeDecodeThread()
+                } catch {
+                    closeAllTracks(publish: false)
+                    fail(with: error, url: nil)
+                }
+            } else if rangeEndReached, let range, intent == .playing {
+                output.pause()
+                intent = .paused
+                try? seekLocked(last.open, toFrame: range.start)
+                setState(.paused)
+            } else if endOfData, intent == .playing, decoding?.exhausted ?? true {
+                // The end of the queue: stopped, or error when the last
+                // track died (the reference's "any → error").
+                emitEnded(last.open, reason: last.open.failure != nil ? .failed : .finished)
+                let failure = last.open.failure
+                invalidateDecodedAudio()
+                closeAllTracks(publish: false)
+                stopOutputAndTimeline()
+                hub.emit(.queueEnded)
+                if let failure {
+                    setState(.error(failure))
+                } else {
+                    publishedCurrent(nil)
+                    setState(.stopped)
+                }
+            }
+        }
+        if intent == .playing, configuration.positionInterval > 0, currentState == .playing,
+           clock.now() >= nextPositionTick, published.hasTimelineEngineHeld {
+            nextPositionTick = clock.now() &+ UInt64(configuration.positionInterval * 1e9)
+            let (seconds, duration) = published.position(heard: heard)
+            hub.emit(.position(seconds: min(max(seconds, 0), duration), duration: duration))
+        }
+    }
+
+    /// The heard position as a frame of the heard track's file.
+    func heardFrame() -> Int64 {
+        timeline.sourceFrame(heard: output.framesPlayed)
+    }
+
+    private func emitEnded(_ open: OpenTrack, reason: TrackEndReason) {
+        hub.emit(.trackEnded(index: playbackQueue.index(of: open.track.id), track: open.track, reason: reason))
+    }
+
+    /// Sends `trackEnded` for the track the listener hears, if any.
+    func endHeardTrack(reason: TrackEndReason) {
+        followListener(heard: output.framesPlayed)
+        if let heard = timeline.segments.first?.open { emitEnded(heard, reason: reason) }
+    }
+
+    func becomeCurrent(_ open: OpenTrack) {
+        let track = playbackQueue.index(of: open.track.id).map { playbackQueue.tracks[$0] } ?? open.track
+        publishedCurrent(open.track.id)
+        published.setDuration(track.duration ?? open.info.duration)
+        hub.emit(.trackStarted(index: playbackQueue.index(of: open.track.id) ?? -1, track: track))
+    }
+}
