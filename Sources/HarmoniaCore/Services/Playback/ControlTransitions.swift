@@ -151,6 +151,7 @@ extension DefaultPlaybackService {
         outputFormat = nil
         pending = nil
         timeline.segments = []
+        timeline.queuedTitles.removeAll()  // titles of audio that will never be heard
         endOfData = false
         intent = .stopped
         // The empty timeline is published with the stopped or error state

@@ -23,7 +23,7 @@ extension DefaultPlaybackService {
                 self.handle(event)
             }
         }
-        thread.name = "harmonia.output-events"
+        thread.name = "harmonia.events"
         outputEvents = inbox
         thread.start()
     }
