@@ -182,15 +182,21 @@ public struct FFmpegTagReaderAdapter: TagReaderPort {
 /// is present with an empty value yields "" (present and empty), absent → nil.
 struct MetadataLookup {
     let entries: [(key: String, value: String)]
+    /// The first value of each lowercased key, built once: a file's tags are
+    /// looked up under some sixty names.
+    private let firstValue: [String: String]
 
-    init(_ entries: [(key: String, value: String)]) { self.entries = entries }
+    init(_ entries: [(key: String, value: String)]) {
+        self.entries = entries
+        var first: [String: String] = [:]
+        for entry in entries where first[entry.key.lowercased()] == nil { first[entry.key.lowercased()] = entry.value }
+        firstValue = first
+    }
 
     /// The first value under any of `keys`.
     subscript(_ keys: String...) -> String? {
         for key in keys {
-            if let hit = entries.first(where: { $0.key.caseInsensitiveCompare(key) == .orderedSame }) {
-                return hit.value
-            }
+            if let hit = firstValue[key.lowercased()] { return hit }
         }
         return nil
     }

@@ -173,7 +173,7 @@ struct InputExpander {
             fail(folder, .ioError("\(folder): the folder cannot be read"), &result)
             return false
         }
-        for name in names.filter({ !$0.hasPrefix(".") }).sorted(by: NaturalSort.less) {
+        for name in NaturalSort.sorted(names.filter { !$0.hasPrefix(".") }) {
             let path = (folder as NSString).appendingPathComponent(name)
             if Self.isFolder(path) {
                 scan(path, into: &files, visited: &visited, result: &result)
