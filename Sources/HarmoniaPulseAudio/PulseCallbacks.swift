@@ -1,0 +1,57 @@
+// PulseAudioOutputAdapter: the C callbacks — specs/realtime.md §PulseAudioOutputAdapter
+//
+// libpulse calls these on its main loop thread with the main loop's lock
+// held. Each only records and signals (the adapter's methods), except the
+// write callback, the real-time path, which is `PulseRealTimeState.fill`.
+import CPulseAudio
+import HarmoniaCore
+
+// C callbacks: userdata is the adapter (or the real-time state), unretained;
+// the adapter clears every callback before it releases what they point to.
+
+let contextStateChanged: pa_context_notify_cb_t = { _, userdata in
+    Unmanaged<PulseAudioOutputAdapter>.fromOpaque(userdata!).takeUnretainedValue().contextStateDidChange()
+}
+
+let streamStateChanged: pa_stream_notify_cb_t = { _, userdata in
+    Unmanaged<PulseAudioOutputAdapter>.fromOpaque(userdata!).takeUnretainedValue().streamStateDidChange()
+}
+
+let streamTimingUpdated: pa_stream_notify_cb_t = { _, userdata in
+    Unmanaged<PulseAudioOutputAdapter>.fromOpaque(userdata!).takeUnretainedValue().timingDidUpdate()
+}
+
+let timingTimerFired: pa_time_event_cb_t = { _, _, _, userdata in
+    Unmanaged<PulseAudioOutputAdapter>.fromOpaque(userdata!).takeUnretainedValue().timingTimerDidFire()
+}
+
+let operationDone: pa_stream_success_cb_t = { _, _, userdata in
+    Unmanaged<PulseAudioOutputAdapter>.fromOpaque(userdata!).takeUnretainedValue().operationDidFinish()
+}
+
+/// What a sink lookup found (written on the main loop thread, lock held).
+final class SinkLookup { var exists = false }
+
+/// Userdata for a sink lookup: who to signal, where to record.
+final class LookupContext {
+    unowned let adapter: PulseAudioOutputAdapter
+    let result: SinkLookup
+    init(adapter: PulseAudioOutputAdapter, result: SinkLookup) {
+        self.adapter = adapter
+        self.result = result
+    }
+}
+
+let sinkInfoReceived: pa_sink_info_cb_t = { _, info, eol, userdata in
+    let context = Unmanaged<LookupContext>.fromOpaque(userdata!).takeUnretainedValue()
+    if info != nil { context.result.exists = true }
+    if eol != 0 || info != nil { context.adapter.operationDidFinish() }
+}
+
+/// The real-time callback: everything it does is in `PulseRealTimeState.fill`.
+let streamWriteRequested: pa_stream_request_cb_t = { stream, bytes, userdata in
+    let probe = pulseWriteCallbackProbe
+    probe?(1)
+    Unmanaged<PulseRealTimeState>.fromOpaque(userdata!).takeUnretainedValue().fill(stream!, bytes)
+    probe?(0)
+}

@@ -1,0 +1,190 @@
+// PulseAudioOutputAdapter: connection and stream lifecycle — specs/realtime.md §PulseAudioOutputAdapter
+//
+// The context and the stream: connecting (once, reused across configures),
+// checking a sink, opening the stream with its buffer attributes, the timing
+// timer, and tearing both down. Every method here runs with the main loop's
+// lock held, on a control thread, the supervisor or the main loop thread.
+import CPulseAudio
+import Foundation
+import HarmoniaCore
+
+extension PulseAudioOutputAdapter {
+
+    /// Connected and ready on return, reusing a context already connected or
+    /// on its way (from `init`); one that failed before is replaced once.
+    func connect() throws(CoreError) {
+        if let context, contextWasReady, pa_context_get_state(context) == PA_CONTEXT_READY { return }
+        var fresh = false
+        if context == nil {
+            try beginConnecting()
+            fresh = true
+        }
+        guard let context else { return }
+        while true {
+            let state = pa_context_get_state(context)
+            if state == PA_CONTEXT_READY { break }
+            if state == PA_CONTEXT_FAILED || state == PA_CONTEXT_TERMINATED {
+                let reason = String(cString: pa_strerror(pa_context_errno(context)))
+                teardownContext()
+                // The early attempt may predate the server: try once more now.
+                if !fresh { return try connect() }
+                throw Self.noServer(options.server, reason)
+            }
+            pa_threaded_mainloop_wait(mainloop)
+        }
+        contextWasReady = true
+        serverLost = false
+    }
+
+    /// Creates the context and starts connecting; does not wait.
+    func beginConnecting() throws(CoreError) {
+        let api = pa_threaded_mainloop_get_api(mainloop)
+        guard let context = pa_context_new(api, options.applicationName) else {
+            throw .ioError("PulseAudio: cannot create a context (out of memory)")
+        }
+        pa_context_set_state_callback(context, contextStateChanged, Unmanaged.passUnretained(self).toOpaque())
+        contextWasReady = false
+        if pa_context_connect(context, options.server, PA_CONTEXT_NOAUTOSPAWN, nil) < 0 {
+            let reason = String(cString: pa_strerror(pa_context_errno(context)))
+            pa_context_set_state_callback(context, nil, nil)
+            pa_context_unref(context)
+            throw Self.noServer(options.server, reason)
+        }
+        self.context = context
+    }
+
+    /// Throws notFound unless the server has a sink called `name`.
+    func checkSinkExists(_ name: String) throws(CoreError) {
+        guard let context else { return }
+        let found = SinkLookup()
+        let box = Unmanaged.passRetained(LookupContext(adapter: self, result: found))
+        defer { box.release() }
+        wait(for: pa_context_get_sink_info_by_name(context, name, sinkInfoReceived, box.toOpaque()))
+        if !found.exists {
+            throw .notFound("PulseAudio: no sink named '\(name)' (list them with 'pactl list short sinks')")
+        }
+    }
+
+    static func noServer(_ server: String?, _ reason: String) -> CoreError {
+        let address = server ?? ProcessInfo.processInfo.environment["PULSE_SERVER"] ?? "the default socket"
+        return .ioError("no PulseAudio server reachable at \(address) (\(reason)): start one with "
+            + "'pulseaudio --start', or play with '--output null' or '--output file:PATH'")
+    }
+
+    func openStream() throws(CoreError) {
+        guard let context, let rt else { throw .invalidState("PulseAudio output: no context") }
+        var spec = pa_sample_spec(format: PA_SAMPLE_FLOAT32LE, rate: UInt32(sampleRate), channels: UInt8(channels))
+        var map = pa_channel_map()
+        pa_channel_map_init_extend(&map, UInt32(channels), PA_CHANNEL_MAP_WAVEEX)
+        guard let stream = pa_stream_new(context, "playback", &spec, &map) else {
+            throw .ioError("PulseAudio: cannot create a stream (\(String(cString: pa_strerror(pa_context_errno(context)))))")
+        }
+        pa_stream_set_write_callback(stream, streamWriteRequested, Unmanaged.passUnretained(rt).toOpaque())
+        pa_stream_set_state_callback(stream, streamStateChanged, Unmanaged.passUnretained(self).toOpaque())
+        pa_stream_set_latency_update_callback(stream, streamTimingUpdated, Unmanaged.passUnretained(self).toOpaque())
+        let latencyBytes = UInt32(sampleRate * Self.clampedLatency(options.latency)) * UInt32(channels * 4)
+        // Opened uncorked once the ring holds audio, with a pre-buffer: the
+        // server starts the stream when real audio has arrived. With prebuf 0
+        // it starts at once and the first writes land behind its read index
+        // (measured: 14–23 ms lost at the start of every stream).
+        let frameBytes = UInt32(channels * 4)
+        let prebuffer = min(latencyBytes / 2, UInt32(max(rt.ring.readableFrames, 1)) * frameBytes) / frameBytes * frameBytes
+        var attributes = pa_buffer_attr(maxlength: UInt32.max, tlength: latencyBytes, prebuf: max(prebuffer, frameBytes),
+                                        minreq: UInt32.max, fragsize: UInt32.max)
+        // No AUTO_TIMING_UPDATE: with it, pa_stream_write itself sends timing
+        // requests, whose reply registration allocates now and then inside
+        // the write callback (measured: 7 allocations in a minute). A 100 ms
+        // main loop timer requests them instead, off the write path.
+        let flags = pa_stream_flags_t(rawValue: PA_STREAM_ADJUST_LATENCY.rawValue | PA_STREAM_INTERPOLATE_TIMING.rawValue)
+        // The stream starts at the player's volume: its first frame plays at it.
+        var levels = serverVolume()
+        let connectVolume = volume
+        if pa_stream_connect_playback(stream, options.device, &attributes, flags, &levels, nil) < 0 {
+            let error = pa_context_errno(context)
+            pa_stream_unref(stream)
+            throw Self.streamError(error, device: options.device)
+        }
+        while true {
+            let state = pa_stream_get_state(stream)
+            if state == PA_STREAM_READY { break }
+            if state == PA_STREAM_FAILED || state == PA_STREAM_TERMINATED {
+                let error = pa_context_errno(context)
+                pa_stream_set_write_callback(stream, nil, nil)
+                pa_stream_set_state_callback(stream, nil, nil)
+                pa_stream_set_latency_update_callback(stream, nil, nil)
+                pa_stream_unref(stream)
+                throw Self.streamError(error, device: options.device)
+            }
+            pa_threaded_mainloop_wait(mainloop)
+        }
+        grantedTargetLength = pa_stream_get_buffer_attr(stream)?.pointee.tlength ?? latencyBytes
+        self.stream = stream
+        // A setVolume while the stream connected (the wait releases the lock).
+        if volume != connectVolume { applyServerVolume() }
+        startTimingTimer()
+        let tile = pa_context_get_tile_size(context, &spec)
+        if tile > 0 { rt.maxChunkFrames = max(1, tile / (channels * 4)) }
+        // The first write, from here (the lock keeps the callback out): the
+        // first audio is queued at once, ahead of the server's first request.
+        rt.fill(stream, Int(latencyBytes))
+    }
+
+    static func streamError(_ code: Int32, device: String?) -> CoreError {
+        let reason = String(cString: pa_strerror(code))
+        if code == Int32(PA_ERR_NOENTITY.rawValue), let device {
+            return .notFound("PulseAudio: no sink named '\(device)' (list them with 'pactl list short sinks')")
+        }
+        return .ioError("PulseAudio: cannot open a playback stream (\(reason))")
+    }
+
+    func teardownStream() {
+        stopTimingTimer()
+        guard let stream else { return }
+        pa_stream_set_write_callback(stream, nil, nil)
+        pa_stream_set_state_callback(stream, nil, nil)
+        pa_stream_set_latency_update_callback(stream, nil, nil)
+        if pa_stream_get_state(stream) == PA_STREAM_READY {
+            pa_operation_unref(pa_stream_cork(stream, 1, nil, nil))
+            pa_stream_disconnect(stream)
+        }
+        pa_stream_unref(stream)
+        self.stream = nil
+    }
+
+    /// Requests a timing update every 100 ms (main loop thread, not the write path).
+    func startTimingTimer() {
+        guard timingTimer == nil, let context else { return }
+        timingTimer = pa_context_rttime_new(context, pa_rtclock_now() + 100_000, timingTimerFired,
+                                            Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    func stopTimingTimer() {
+        guard let timer = timingTimer else { return }
+        pa_threaded_mainloop_get_api(mainloop).pointee.time_free(timer)
+        timingTimer = nil
+    }
+
+    /// Also un-starves the stream: when the callback found the ring empty and
+    /// wrote nothing (before the first frames, or while corked), libpulse
+    /// does not ask again until the server consumes something, and the
+    /// server waits for data. Same thread as the write callback, lock held.
+    func timingTimerDidFire() {
+        guard let stream, let context, let timer = timingTimer else { return }
+        if pa_stream_get_state(stream) == PA_STREAM_READY {
+            if let operation = pa_stream_update_timing_info(stream, nil, nil) { pa_operation_unref(operation) }
+            let writable = pa_stream_writable_size(stream)
+            if let rt, writable > 0, writable != Int.max, rt.ring.readableFrames > 0 { rt.fill(stream, writable) }
+        }
+        pa_context_rttime_restart(context, timer, pa_rtclock_now() + 100_000)
+    }
+
+    func teardownContext() {
+        guard let context else { return }
+        pa_context_set_state_callback(context, nil, nil)
+        pa_context_disconnect(context)
+        pa_context_unref(context)
+        self.context = nil
+    }
+
+    static func clampedLatency(_ latency: Double) -> Double { min(max(latency, 0.01), 2) }
+}
