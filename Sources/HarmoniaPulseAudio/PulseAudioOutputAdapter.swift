@@ -72,8 +72,9 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
     var lastHeard: Int64 = 0
     var reportedUnderruns = 0
     var supervisorRunning = false
-    /// The 100 ms timing-update timer of the current stream.
+    /// The timing-update timer of the current stream, and its interval (µs).
     var timingTimer: OpaquePointer?
+    var timingInterval: pa_usec_t = 100_000
     /// Buffer attributes the server granted (bytes), for tests and logs.
     var grantedTargetLength: UInt32 = 0
 
@@ -288,6 +289,7 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
         guard let rt, let stream else { return }
         rt.playing = playing
         wait(for: pa_stream_cork(stream, playing ? 0 : 1, operationDone, Unmanaged.passUnretained(self).toOpaque()))
+        quickenTimingTimer()
     }
 
     func flushLocked() {
@@ -308,6 +310,7 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
         if let timing = pa_stream_get_timing_info(stream), timing.pointee.write_index_corrupt == 0 {
             rt.flushed(playedUpTo: lastPosition, writeIndex: rt.streamOrigin + timing.pointee.write_index / Int64(channels * 4))
         }
+        quickenTimingTimer()
     }
 
     /// Waits for an operation to finish (its callback signals the main loop).

@@ -93,8 +93,8 @@ extension PulseAudioOutputAdapter {
                                         minreq: UInt32.max, fragsize: UInt32.max)
         // No AUTO_TIMING_UPDATE: with it, pa_stream_write itself sends timing
         // requests, whose reply registration allocates now and then inside
-        // the write callback (measured: 7 allocations in a minute). A 100 ms
-        // main loop timer requests them instead, off the write path.
+        // the write callback (measured: 7 allocations in a minute). The timing
+        // timer on the main loop requests them instead, off the write path.
         let flags = pa_stream_flags_t(rawValue: PA_STREAM_ADJUST_LATENCY.rawValue | PA_STREAM_INTERPOLATE_TIMING.rawValue)
         // The stream starts at the player's volume: its first frame plays at it.
         var levels = serverVolume()
@@ -151,11 +151,20 @@ extension PulseAudioOutputAdapter {
         self.stream = nil
     }
 
-    /// Requests a timing update every 100 ms (main loop thread, not the write path).
+    /// Starts the timing timer of a new stream (main loop thread, not the write path).
     func startTimingTimer() {
         guard timingTimer == nil, let context else { return }
-        timingTimer = pa_context_rttime_new(context, pa_rtclock_now() + 100_000, timingTimerFired,
+        timingInterval = Self.quickTiming
+        timingTimer = pa_context_rttime_new(context, pa_rtclock_now() + timingInterval, timingTimerFired,
                                             Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    /// Back to the quick interval after a change the next update should see
+    /// soon (uncork, cork, flush): the timer fires within 100 ms.
+    func quickenTimingTimer() {
+        guard let context, let timer = timingTimer, timingInterval != Self.quickTiming else { return }
+        timingInterval = Self.quickTiming
+        pa_context_rttime_restart(context, timer, pa_rtclock_now() + timingInterval)
     }
 
     func stopTimingTimer() {
@@ -164,19 +173,34 @@ extension PulseAudioOutputAdapter {
         timingTimer = nil
     }
 
-    /// Also un-starves the stream: when the callback found the ring empty and
-    /// wrote nothing (before the first frames, or while corked), libpulse
+    /// Requests a timing update (the position interpolates between them) and
+    /// un-starves the stream: when the callback found the ring empty and
+    /// wrote nothing (before the first frames, after an underrun), libpulse
     /// does not ask again until the server consumes something, and the
-    /// server waits for data. Same thread as the write callback, lock held.
+    /// server waits for data. Every 100 ms while the stream is short of
+    /// audio or just changed; otherwise the interval doubles up to 1 s, so a
+    /// steady stream costs the main loop and the server one round trip a
+    /// second instead of ten. Same thread as the write callback, lock held.
     func timingTimerDidFire() {
         guard let stream, let context, let timer = timingTimer else { return }
+        var starved = false
         if pa_stream_get_state(stream) == PA_STREAM_READY {
             if let operation = pa_stream_update_timing_info(stream, nil, nil) { pa_operation_unref(operation) }
-            let writable = pa_stream_writable_size(stream)
-            if let rt, writable > 0, writable != Int.max, rt.ring.readableFrames > 0 { rt.fill(stream, writable) }
+            var writable = pa_stream_writable_size(stream)
+            if let rt, writable > 0, writable != Int.max, rt.ring.readableFrames > 0 {
+                rt.fill(stream, writable)
+                writable = pa_stream_writable_size(stream)
+            }
+            // Room for a quarter of the buffer left unfilled: the ring is dry.
+            starved = writable != Int.max && writable >= Int(grantedTargetLength / 4) || rt?.refilling == true
         }
-        pa_context_rttime_restart(context, timer, pa_rtclock_now() + 100_000)
+        timingInterval = starved ? Self.quickTiming : min(timingInterval * 2, Self.slowestTiming)
+        pa_context_rttime_restart(context, timer, pa_rtclock_now() + timingInterval)
     }
+
+    /// The timing timer's interval, µs: quick while starved or just changed, at most the slowest.
+    static var quickTiming: pa_usec_t { 100_000 }
+    static var slowestTiming: pa_usec_t { 1_000_000 }
 
     func teardownContext() {
         guard let context else { return }
