@@ -267,6 +267,13 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
         withMainloopLock { rt?.underruns.load(ordering: .relaxed) ?? 0 }
     }
 
+    /// The timing timer's current interval in seconds (0.1 while the stream
+    /// is short of audio or just changed, up to 1 while it is full), or nil
+    /// without a stream. For tests.
+    package var timingUpdateInterval: Double? {
+        withMainloopLock { timingTimer == nil ? nil : Double(timingInterval) / 1e6 }
+    }
+
     /// The latency the server granted for the current stream, in seconds.
     public var grantedLatency: Double {
         withMainloopLock {

@@ -131,6 +131,24 @@ struct PulseAudioBehaviourTests {
         #expect(Int64(playedOfFirst) >= heardAtFlush)
     }
 
+    @Test("timing updates: every 100 ms while filling, backing off to 1 s while full, quick again after a pause")
+    func timingBackoff() throws {
+        let frames = rate * 4
+        let (_, recorder, output) = try playingCounterSignal(frames: frames)
+        defer { output.stop(); _ = try? recorder.finish() }
+        // The stream is full (4 s queued, a 0.5 s buffer): 0.1, 0.2, 0.4, 0.8, 1 s.
+        let clock = MonotonicClockAdapter()
+        let deadline = clock.now() + 3_000_000_000
+        while output.timingUpdateInterval != 1, clock.now() < deadline { clock.sleep(nanoseconds: 10_000_000) }
+        #expect(output.timingUpdateInterval == 1, "backed off to 1 s while full (at \(output.timingUpdateInterval ?? -1) s)")
+        output.pause()
+        #expect(output.timingUpdateInterval == 0.1, "a cork brings the quick interval back")
+        output.resume()
+        // The position still follows the sink at the slow interval: the rest plays out, every frame counted.
+        output.drain()
+        #expect(output.framesPlayed == Int64(frames))
+    }
+
     @Test("volume set before configure, and kept across a reconfigure, applies from the first frame")
     func volumeBeforeConfigure() throws {
         let frames = rate / 2
