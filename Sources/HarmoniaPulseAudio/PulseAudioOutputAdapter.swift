@@ -121,7 +121,9 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
             self.channels = channels
             let latencyFrames = Int(sampleRate * Self.clampedLatency(options.latency))
             let ring = SPSCRingBuffer(minimumCapacity: max(options.ringFrames, latencyFrames * 2), channels: channels)
-            let state = PulseRealTimeState(ring: ring, sampleRate: sampleRate, historyFrames: latencyFrames * 4 + 8192)
+            // Replay after a lost server reaches back half the history: at
+            // least the buffer (what the server held, unheard) and 4096 frames.
+            let state = PulseRealTimeState(ring: ring, sampleRate: sampleRate, historyFrames: latencyFrames * 2 + 8192)
             state.mainloop = mainloop
             rt = state
             producerRing.withLock { $0 = ring }
