@@ -97,6 +97,11 @@ run_target() {
         found=1
         minimise "$target" "$artifact"
     done
+    if [ $found -eq 0 ] && [ $status -eq 72 ]; then
+        # libFuzzer's exit code when a signal (SIGINT, SIGTERM) stopped it.
+        echo "fuzz.sh: $target: interrupted, nothing found (see $work/log.txt)" >&2
+        return 130
+    fi
     if [ $found -eq 1 ] || [ $status -ne 0 ]; then
         echo "fuzz.sh: $target: findings (libFuzzer exit $status); see $work/log.txt" >&2
         return 1
@@ -129,7 +134,12 @@ case ${1:-run} in
         [ $# -gt 0 ] && TARGETS=("$@")
         [ "${FUZZ_BUILD:-1}" = 0 ] || build
         failed=()
-        for target in "${TARGETS[@]}"; do run_target "$target" || failed+=("$target"); done
+        for target in "${TARGETS[@]}"; do
+            rc=0
+            run_target "$target" || rc=$?
+            [ $rc -ne 130 ] || exit 130  # interrupted: the targets after it do not run
+            [ $rc -eq 0 ] || failed+=("$target")
+        done
         if [ ${#failed[@]} -gt 0 ]; then echo "fuzz.sh: findings in: ${failed[*]}" >&2; exit 1; fi
         echo "fuzz.sh: no findings in ${TARGETS[*]}" ;;
     *) echo "usage: $0 [build | run [TARGET...]]" >&2; exit 2 ;;
