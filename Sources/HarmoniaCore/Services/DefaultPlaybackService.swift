@@ -20,7 +20,8 @@ import Foundation
 ///   caller while it opens a track (a slow network open blocks no one). Reads of state,
 ///   position, duration and queue take only `published`, never held across I/O.
 ///
-/// Lock order: `engine` before `published`; the output's own locks last.
+/// Lock order: `engine` before `published`; `volumeSetter` (setVolume only) before
+/// `published`; the output's own locks last.
 ///
 /// The engine state below is internal (not private) only so the extensions
 /// in Services/Playback/ can reach it; nothing outside the service touches it.
@@ -88,6 +89,10 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
     /// ICY titles the decoder reported while it read (decode thread, engine
     /// released), waiting to be placed on the output timeline; own lock.
     let arrivedTitles = ArrivedTitles()
+
+    /// Serialises `setVolume` (not `engine`: setting the volume never waits
+    /// for a control call or the decode thread). Before the output's locks.
+    let volumeSetter = ConditionLock()
 
     // MARK: Published state, guarded by its own lock
     /// What callers read without waiting (PublishedPlayback.swift).
@@ -306,8 +311,13 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
 
     public func setVolume(_ volume: Float) {
         let clamped = volume.isNaN ? 0 : min(max(volume, 0), 1)
-        output.setVolume(clamped)
-        let changed = published.setVolume(clamped)
+        // One setter at a time, so the output and the published volume end
+        // on the same value; the event goes out after, so an observer may
+        // set the volume again.
+        let changed = volumeSetter.withLock { () -> Bool in
+            output.setVolume(clamped)
+            return published.setVolume(clamped)
+        }
         if changed { hub.emit(.volumeChanged(clamped)) }
     }
 
