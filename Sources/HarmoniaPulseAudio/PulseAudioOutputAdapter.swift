@@ -189,6 +189,9 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
             wait(for: pa_stream_drain(stream, operationDone, Unmanaged.passUnretained(self).toOpaque()))
             // The stream's buffer is empty; the sink still holds its latency's
             // worth. Wait that out (device time), then read the final position.
+            // The sink's latency from a fresh timing update: the timer's last
+            // one may be a second old.
+            wait(for: pa_stream_update_timing_info(stream, operationDone, Unmanaged.passUnretained(self).toOpaque()))
             var latency: pa_usec_t = 0
             var negative: Int32 = 0
             if pa_stream_get_latency(stream, &latency, &negative) >= 0, negative == 0, latency > 0 {
