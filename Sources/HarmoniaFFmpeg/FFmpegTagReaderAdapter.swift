@@ -189,7 +189,10 @@ struct MetadataLookup {
     init(_ entries: [(key: String, value: String)]) {
         self.entries = entries
         var first: [String: String] = [:]
-        for entry in entries where first[entry.key.lowercased()] == nil { first[entry.key.lowercased()] = entry.value }
+        for entry in entries {
+            let key = entry.key.lowercased()
+            if first[key] == nil { first[key] = entry.value }
+        }
         firstValue = first
     }
 
