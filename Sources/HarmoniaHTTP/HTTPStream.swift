@@ -129,6 +129,13 @@ final class HTTPStream: ByteSource, CurlTransferDelegate, @unchecked Sendable {
                 if restartAt == nil, needsNewRequest(for: position, windowEnd: windowEnd) {
                     restartAt = position
                     lock.broadcast()
+                } else if position >= windowEnd {
+                    // Ahead of everything the window holds (a forward skip
+                    // the current transfer has to read through, however far:
+                    // ranges refused, or the skip is short): wake the
+                    // transfer, which may be waiting for room in a full
+                    // window that is all behind us; it drops that and reads on.
+                    lock.broadcast()
                 }
                 lock.wait(seconds: Self.interruptPoll)
             }
@@ -415,7 +422,7 @@ final class HTTPStream: ByteSource, CurlTransferDelegate, @unchecked Sendable {
             }
             while true {
                 if cancelled || restartAt != nil { return false }
-                trimWindow()
+                trimWindow(toFit: bytes.count)
                 if window.count + bytes.count <= configuration.windowBytes || window.isEmpty { break }
                 lock.wait()  // the reader makes room
                 lastData = monotonicSeconds()  // waiting for the reader is not waiting for the network
@@ -438,9 +445,13 @@ final class HTTPStream: ByteSource, CurlTransferDelegate, @unchecked Sendable {
     }
 
     /// Drops window bytes the reader is done with (all but `keepBehindBytes`
-    /// before its position), once the window is full. Guarded by `lock`.
-    private func trimWindow() {
-        guard window.count >= configuration.windowBytes else { return }
+    /// before its position) when `incoming` more would not fit. (Trimming
+    /// only once the window was exactly full stalled both sides for good
+    /// when it was fuller than a chunk's room but not full: the transfer
+    /// waited for room, the reader at the window's end for bytes.)
+    /// Guarded by `lock`.
+    private func trimWindow(toFit incoming: Int) {
+        guard window.count + incoming > configuration.windowBytes else { return }
         let keepFrom = max(windowStart, readPosition - Int64(configuration.keepBehindBytes))
         let drop = Int(min(Int64(window.count), keepFrom - windowStart))
         guard drop > 0 else { return }

@@ -158,6 +158,34 @@ import Testing
         #expect(!local.isEmpty && bytes == local)
     }
 
+    @Test("--start far into a stream that cannot range (a 7 MB FLAC served whole with 200): it reads through, however far, and plays the same frames as the file",
+          arguments: ["7.5", "40", "59"])
+    func forwardSkipWithoutRanges(start: String) throws {
+        // Noise compresses badly: the skips go beyond the head (512 KiB),
+        // the forward-skip limit (256 KiB) and the window (2 MiB). Before the
+        // fix, the window trimmed only when exactly full: the transfer waited
+        // for room and the reader for bytes, forever, with no event (issue 21).
+        let directory = NSTemporaryDirectory() + "hp-skip-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let file = directory + "/long.flac"
+        let made = try ProcessRunner.run("/usr/bin/ffmpeg", ["-loglevel", "error", "-f", "lavfi", "-i", "anoisesrc=r=44100:d=60:a=0.3:seed=7",
+                                                             "-ac", "2", "-c:a", "flac", file])
+        try #require(made.status == 0, "\(made.stderrText)")
+        let size = try #require(try FileManager.default.attributesOfItem(atPath: file)[.size] as? Int)
+        #expect(size > 4 << 20, "the file is larger than every buffer: \(size) bytes")
+        let server = try FaultHTTPServer(root: directory)
+        // Bounded: a hang fails the test after 60 s instead of stopping the suite.
+        let path = directory + "/out.f32"
+        let result = try ProcessRunner.run("/usr/bin/timeout", ["60", ProcessRunner.productsDirectory + "/harmonia-play",
+                                                                "--json", "--output", "file:" + path, "--network-timeout", "10",
+                                                                "--start", start, server.url("long.flac", "norange=1")])
+        let bytes = FileManager.default.contents(atPath: path) ?? Data()
+        let (_, local) = try Self.playToFile(["--start", start, file])
+        #expect(result.status == 0, "exit \(result.status): \(result.stderrText)")
+        #expect(!local.isEmpty && bytes == local, "\(bytes.count) bytes from the server, \(local.count) from the file")
+    }
+
     @Test("--http-header goes to the server; one GET per open")
     func headers() throws {
         let server = try FaultHTTPServer()
