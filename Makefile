@@ -8,9 +8,11 @@ SWIFT ?= $(shell command -v swift 2>/dev/null || echo /opt/swift/usr/bin/swift)
 # the MPRIS tests start their own dbus-daemon (dbus) and drive the player with
 # playerctl, gdbus (libglib2.0-bin) and dbus-monitor (dbus); the network tests
 # run Tests/Network/fault_server.py (python3) with a certificate made by openssl.
+# The real-time tests run twice: on PulseAudio (pulseaudio) and on PipeWire
+# with WirePlumber and pipewire-pulse (pipewire-bin has pw-cli and pw-record).
 APT_PACKAGES := pkg-config libavformat-dev libavcodec-dev libswresample-dev libavutil-dev \
                 libpulse-dev libdbus-1-dev libcurl4-openssl-dev ffmpeg util-linux pulseaudio pulseaudio-utils python3 \
-                dbus playerctl libglib2.0-bin openssl
+                dbus playerctl libglib2.0-bin openssl pipewire pipewire-pulse wireplumber pipewire-bin
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 LSAN_SUPPRESSIONS := $(CURDIR)/Tests/lsan-suppressions.txt
 DEMO_FILE := Tests/Fixtures/audio/flac_s16_stereo_44k.flac
@@ -20,7 +22,7 @@ PULSE_DIR ?= /tmp/harmonia-pulse-$(shell id -u)-$(shell printf '%s' "$(CURDIR)" 
 WITH_PULSE = bash Tests/pulse-test-server.sh start $(PULSE_DIR) && status=0; \
 	HARMONIA_PULSE_DIR=$(PULSE_DIR)
 
-.PHONY: all deps swift build release demo docs test test-unit test-hostile test-examples test-asan test-tsan vectors fuzz bench clean
+.PHONY: all deps swift build release demo docs test test-unit test-pipewire test-hostile test-examples test-asan test-tsan vectors fuzz bench clean
 
 all: build
 
@@ -71,7 +73,7 @@ demo: build
 # The whole suite; then the FFmpeg adapter again under AddressSanitizer and
 # LeakSanitizer (no leak, no use-after-free, bad inputs included), and the
 # real-time path under ThreadSanitizer — each in its own build folder.
-test: test-unit test-hostile test-examples test-asan test-tsan
+test: test-unit test-pipewire test-hostile test-examples test-asan test-tsan
 
 # Hostile files (specs/hardening.md §Hostile files): Tests/Hostile/hostile_files.py
 # writes ~200 files with absurd headers, tags and sizes plus seeded mutations
@@ -110,6 +112,20 @@ test-unit: deps swift
 	$(SWIFT) build --build-tests
 	$(WITH_PULSE) $(SWIFT) test --skip-build || status=$$?; \
 	  bash Tests/pulse-test-server.sh stop $(PULSE_DIR); exit $$status
+
+# The real-time path's tests again, on a private PipeWire + WirePlumber +
+# pipewire-pulse (Tests/pipewire-test-server.sh: own runtime, config and
+# state folders, own session bus, a float32 null sink from PipeWire's
+# config, the PulseAudio socket at DIR/native), stopped afterwards also when
+# tests fail.
+PIPEWIRE_DIR ?= $(PULSE_DIR)-pipewire
+REALTIME_TESTS := PulseAudio|PlaybackServicePulse|CoreFactory
+test-pipewire: deps swift
+	$(SWIFT) build --build-tests
+	bash Tests/pipewire-test-server.sh start $(PIPEWIRE_DIR) && status=0; \
+	  HARMONIA_SOUND_SERVER=pipewire HARMONIA_PULSE_DIR=$(PIPEWIRE_DIR) \
+	  $(SWIFT) test --skip-build --filter '$(REALTIME_TESTS)' || status=$$?; \
+	  bash Tests/pipewire-test-server.sh stop $(PIPEWIRE_DIR); exit $$status
 
 test-asan: deps swift
 	LSAN_OPTIONS=suppressions=$(LSAN_SUPPRESSIONS) \

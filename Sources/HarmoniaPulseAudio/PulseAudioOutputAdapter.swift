@@ -75,6 +75,13 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
     /// The timing-update timer of the current stream, and its interval (µs).
     var timingTimer: OpaquePointer?
     var timingInterval: pa_usec_t = 100_000
+    /// Until when (rtclock µs) a volume the server sets on the new stream is
+    /// overridden with the player's, and how many times that happened.
+    var volumeGuardDeadline: pa_usec_t = 0
+    var restoredVolumesOverridden = 0
+    /// Frames between what the server reports played and what the sink
+    /// plays, which the server leaves out (PipeWire's graph cycle; 0 on PulseAudio).
+    var graphDelayFrames: Int64 = 0
     /// Buffer attributes the server granted (bytes), for tests and logs.
     var grantedTargetLength: UInt32 = 0
 
@@ -178,7 +185,7 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
         withMainloopLock {
             guard let rt, let stream, started, !paused else { return }
             rt.draining = true
-            defer { rt.draining = false }
+            defer { rt.draining = false; rt.drainRequested = false }
             while rt.ring.readableFrames > 0 || rt.replayFrom < rt.replayTo,
                   self.stream == stream, started, !paused, !serverLost, !closing {
                 pa_threaded_mainloop_wait(mainloop)
@@ -186,20 +193,34 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
             guard self.stream == stream, !serverLost else { return }
             // Less than the pre-buffer may be left: start it regardless.
             wait(for: pa_stream_trigger(stream, operationDone, Unmanaged.passUnretained(self).toOpaque()))
-            wait(for: pa_stream_drain(stream, operationDone, Unmanaged.passUnretained(self).toOpaque()))
+            // What is queued plays out in its own time; a server that never
+            // reports the drain done is given that and 2 s more.
+            var queuedFrames: Int64 = 0
+            if let timing = pa_stream_get_timing_info(stream), timing.pointee.write_index_corrupt == 0,
+               timing.pointee.read_index_corrupt == 0 {
+                queuedFrames = max(0, (timing.pointee.write_index - timing.pointee.read_index) / Int64(channels * 4))
+            }
+            let deadline = pa_rtclock_now() + pa_usec_t(Double(queuedFrames) * 1e6 / sampleRate) + 2_000_000
+            rt.drainRequested = true
+            wait(for: pa_stream_drain(stream, operationDone, Unmanaged.passUnretained(self).toOpaque()), until: deadline)
             // The stream's buffer is empty; the sink still holds its latency's
             // worth. Wait that out (device time), then read the final position.
             // The sink's latency from a fresh timing update: the timer's last
             // one may be a second old.
             wait(for: pa_stream_update_timing_info(stream, operationDone, Unmanaged.passUnretained(self).toOpaque()))
+            // On PipeWire that latency is 0 while the graph still holds a
+            // cycle (`graphDelayFrames`): wait that out too, as paplay's
+            // drain-then-disconnect effectively does.
             var latency: pa_usec_t = 0
             var negative: Int32 = 0
-            if pa_stream_get_latency(stream, &latency, &negative) >= 0, negative == 0, latency > 0 {
+            if pa_stream_get_latency(stream, &latency, &negative) < 0 || negative != 0 { latency = 0 }
+            latency = min(latency, 2_000_000) + pa_usec_t(Double(graphDelayFrames) * 1e6 / sampleRate)
+            if latency > 0 {
                 pa_threaded_mainloop_unlock(mainloop)
-                options.clock.sleep(nanoseconds: UInt64(min(latency, 2_000_000)) * 1000)
+                options.clock.sleep(nanoseconds: UInt64(latency) * 1000)
                 pa_threaded_mainloop_lock(mainloop)
             }
-            guard self.stream == stream, !serverLost else { return }
+            guard self.stream == stream, !serverLost, started, !paused else { return }
             // Drained and played out: every frame written has been heard (the
             // server's own latency estimate can trail by a block).
             lastPosition = max(lastPosition, rt.streamFramesWritten)
@@ -245,14 +266,71 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
     }
 
     /// Sets the current stream's sink input to `volume`, if the stream is
-    /// ready (a stream still connecting gets it once ready). Main loop lock held.
-    func applyServerVolume() {
+    /// ready (a stream still connecting gets it once ready); `waiting`, until
+    /// the server has applied it. Main loop lock held.
+    func applyServerVolume(waiting: Bool = false) {
         guard let context, let stream, pa_stream_get_state(stream) == PA_STREAM_READY else { return }
         var levels = serverVolume()
-        if let operation = pa_context_set_sink_input_volume(context, pa_stream_get_index(stream), &levels, nil, nil) {
+        let operation = pa_context_set_sink_input_volume(context, pa_stream_get_index(stream), &levels,
+                                                          waiting ? contextOperationDone : nil,
+                                                          waiting ? Unmanaged.passUnretained(self).toOpaque() : nil)
+        if waiting { wait(for: operation) } else if let operation { pa_operation_unref(operation) }
+    }
+
+    /// A sink input changed on the server (main loop thread): within the
+    /// guard window after our stream opened, read its volume back.
+    func serverObjectDidChange(_ event: pa_subscription_event_type_t, index: UInt32) {
+        guard let context, let stream, pa_stream_get_state(stream) == PA_STREAM_READY,
+              index == pa_stream_get_index(stream),
+              event.rawValue & PA_SUBSCRIPTION_EVENT_FACILITY_MASK.rawValue == PA_SUBSCRIPTION_EVENT_SINK_INPUT.rawValue,
+              event.rawValue & PA_SUBSCRIPTION_EVENT_TYPE_MASK.rawValue == PA_SUBSCRIPTION_EVENT_CHANGE.rawValue,
+              pa_rtclock_now() < volumeGuardDeadline else { return }
+        if let operation = pa_context_get_sink_input_info(context, index, sinkInputInfoReceived,
+                                                          Unmanaged.passUnretained(self).toOpaque()) {
             pa_operation_unref(operation)
         }
     }
+
+    /// Our stream's sink input as the server has it (main loop thread).
+    /// Its volume not the player's (a session manager restored another,
+    /// within the guard window) → set the player's again; after the window
+    /// a change is the user's (a desktop mixer) and stays. Its graph delay
+    /// (PipeWire) → `graphDelayFrames`.
+    func sinkInputIs(_ info: pa_sink_input_info) {
+        guard let stream, info.index == pa_stream_get_index(stream) else { return }
+        graphDelayFrames = Self.graphDelay(nodeLatency: info.proplist.flatMap { pa_proplist_gets($0, "node.latency") }
+                                                          .map { String(cString: $0) },
+                                           sampleRate: sampleRate)
+        rt?.drainsWithSilence = graphDelayFrames > 0
+        guard pa_rtclock_now() < volumeGuardDeadline else { return }
+        var wanted = serverVolume()
+        var actual = info.volume
+        if pa_cvolume_equal(&wanted, &actual) == 0 {
+            restoredVolumesOverridden += 1
+            applyServerVolume()
+        }
+    }
+
+    /// The frames a PipeWire graph holds between pipewire-pulse taking
+    /// audio from the stream and the sink playing it, which pipewire-pulse
+    /// 0.3 leaves out of the latency it reports (sink latency 0 on every
+    /// update; the read index advances a whole graph cycle at its start):
+    /// one cycle, the stream's `node.latency` ("N/RATE") capped at
+    /// PipeWire's default largest quantum (2048 at 48 kHz). 0 on PulseAudio,
+    /// which sets no `node.latency` and reports its sinks' latency itself.
+    /// Outside numbers checked: a missing, malformed, zero or absurd value is 0.
+    package static func graphDelay(nodeLatency: String?, sampleRate: Double) -> Int64 {
+        guard let nodeLatency, sampleRate > 0 else { return 0 }
+        let parts = nodeLatency.split(separator: "/")
+        guard parts.count == 2, let frames = Double(parts[0]), let rate = Double(parts[1]),
+              frames.isFinite, rate.isFinite, frames > 0, rate >= 1000, rate <= 768_000 else { return 0 }
+        let seconds = min(frames / rate, 2048 / 48000)
+        return Int64((seconds * sampleRate).rounded())
+    }
+
+    /// How long after a stream opens a volume the server sets on it is
+    /// taken for a session manager's restore and overridden, µs.
+    static var volumeGuardWindow: pa_usec_t { 2_000_000 }
 
     /// `volume` for every channel of the stream, on the server's scale.
     func serverVolume() -> pa_cvolume {
@@ -325,10 +403,17 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
         quickenTimingTimer()
     }
 
-    /// Waits for an operation to finish (its callback signals the main loop).
-    func wait(for operation: OpaquePointer?) {
+    /// Waits for an operation to finish (its callback signals the main
+    /// loop) or, given a `deadline` (rtclock µs; something must signal the
+    /// main loop now and then: the timing timer while draining), until then,
+    /// cancelling it.
+    func wait(for operation: OpaquePointer?, until deadline: pa_usec_t? = nil) {
         guard let operation else { return }
         while pa_operation_get_state(operation) == PA_OPERATION_RUNNING, !closing {
+            if let deadline, pa_rtclock_now() >= deadline {
+                pa_operation_cancel(operation)
+                break
+            }
             pa_threaded_mainloop_wait(mainloop)
         }
         pa_operation_unref(operation)
@@ -339,7 +424,7 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
         guard let stream, let rt, !serverLost else { return }
         var microseconds: pa_usec_t = 0
         guard pa_stream_get_time(stream, &microseconds) >= 0 else { return }
-        let position = rt.streamOrigin + Int64((Double(microseconds) * sampleRate / 1e6).rounded())
+        let position = rt.streamOrigin + Int64((Double(microseconds) * sampleRate / 1e6).rounded()) - graphDelayFrames
         lastPosition = max(lastPosition, min(position, rt.streamFramesWritten))
         lastHeard = max(lastHeard, rt.realFrames(playedUpTo: lastPosition))
     }

@@ -29,6 +29,20 @@ let operationDone: pa_stream_success_cb_t = { _, _, userdata in
     Unmanaged<PulseAudioOutputAdapter>.fromOpaque(userdata!).takeUnretainedValue().operationDidFinish()
 }
 
+let contextEventReceived: pa_context_subscribe_cb_t = { _, event, index, userdata in
+    Unmanaged<PulseAudioOutputAdapter>.fromOpaque(userdata!).takeUnretainedValue().serverObjectDidChange(event, index: index)
+}
+
+let sinkInputInfoReceived: pa_sink_input_info_cb_t = { _, info, _, userdata in
+    let adapter = Unmanaged<PulseAudioOutputAdapter>.fromOpaque(userdata!).takeUnretainedValue()
+    if let info { adapter.sinkInputIs(info.pointee) }
+    adapter.operationDidFinish()
+}
+
+let contextOperationDone: pa_context_success_cb_t = { _, _, userdata in
+    Unmanaged<PulseAudioOutputAdapter>.fromOpaque(userdata!).takeUnretainedValue().operationDidFinish()
+}
+
 /// What a sink lookup found (written on the main loop thread, lock held).
 final class SinkLookup { var exists = false }
 

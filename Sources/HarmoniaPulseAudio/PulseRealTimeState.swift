@@ -26,6 +26,14 @@ final class PulseRealTimeState: @unchecked Sendable {
     var playing = false
     /// Drain requested: stop zero-filling; signal the main loop when the ring is empty.
     var draining = false
+    /// While draining, until the server is asked to drain, fill what it asks
+    /// beyond the last frame with silence (not heard): on PipeWire, whose pipewire-pulse stalls a
+    /// stream left with less than a graph cycle until more arrives, so the
+    /// last frames sounded only after a gap (measured: 384 frames of a 5.1
+    /// stream, late by the drain's wait). Set where `graphDelayFrames` is.
+    var drainsWithSilence = false
+    /// The server has been asked to drain: from then on nothing more is written.
+    var drainRequested = false
     /// Since a flush, until the stream's buffer is full again: write only
     /// real audio, never silence. The server holds a flushed stream in its
     /// pre-buffer state until audio arrives, so the new audio goes in at the
@@ -109,8 +117,9 @@ final class PulseRealTimeState: @unchecked Sendable {
             // 2. The ring.
             got += ring.read(into: out + got * channels, frames: frames - got)
             if got > 0 { hadRealData = true }
+            let onlyWhatExists = !playing || (draining && !(drainsWithSilence && !drainRequested)) || refilling
             if got < frames {
-                if !playing || draining || refilling {
+                if onlyWhatExists {
                     // Corked (prefilling), draining or refilling after a flush: write only what exists.
                     if got == 0 {
                         pa_stream_cancel_write(stream)
@@ -118,17 +127,20 @@ final class PulseRealTimeState: @unchecked Sendable {
                         return
                     }
                 } else {
-                    // Playing and the ring ran dry: silence, counted.
+                    // Playing and the ring ran dry (silence, counted as an
+                    // underrun), or draining on PipeWire (silence after the end).
                     for i in (got * channels)..<(frames * channels) { out[i] = 0 }
                     logSilence(at: streamFramesWritten + Int64(got), frames: Int64(frames - got))
-                    if hadRealData {
+                    if draining {
+                        if let mainloop { pa_threaded_mainloop_signal(mainloop, 0) }
+                    } else if hadRealData {
                         hadRealData = false
                         underruns.add(1, ordering: .relaxed)
                         if let mainloop { pa_threaded_mainloop_signal(mainloop, 0) }
                     }
                 }
             }
-            let written = (got < frames && (!playing || draining || refilling)) ? got : frames
+            let written = (got < frames && onlyWhatExists) ? got : frames
             remember(out, frames: written)
             pa_stream_write(stream, data, written * frameBytes, nil, 0, PA_SEEK_RELATIVE)
             streamFramesWritten += Int64(written)

@@ -34,6 +34,12 @@ extension PulseAudioOutputAdapter {
         }
         contextWasReady = true
         serverLost = false
+        // Sink-input changes: a session manager restoring a saved volume
+        // onto a new stream is seen, and answered (`guardVolume`).
+        pa_context_set_subscribe_callback(context, contextEventReceived, Unmanaged.passUnretained(self).toOpaque())
+        if let operation = pa_context_subscribe(context, PA_SUBSCRIPTION_MASK_SINK_INPUT, nil, nil) {
+            pa_operation_unref(operation)
+        }
     }
 
     /// Creates the context and starts connecting; does not wait.
@@ -98,7 +104,6 @@ extension PulseAudioOutputAdapter {
         let flags = pa_stream_flags_t(rawValue: PA_STREAM_ADJUST_LATENCY.rawValue | PA_STREAM_INTERPOLATE_TIMING.rawValue)
         // The stream starts at the player's volume: its first frame plays at it.
         var levels = serverVolume()
-        let connectVolume = volume
         if pa_stream_connect_playback(stream, options.device, &attributes, flags, &levels, nil) < 0 {
             let error = pa_context_errno(context)
             pa_stream_unref(stream)
@@ -119,8 +124,17 @@ extension PulseAudioOutputAdapter {
         }
         grantedTargetLength = pa_stream_get_buffer_attr(stream)?.pointee.tlength ?? latencyBytes
         self.stream = stream
-        // A setVolume while the stream connected (the wait releases the lock).
-        if volume != connectVolume { applyServerVolume() }
+        // The player's volume holds from the first frame, whatever the
+        // server restored: WirePlumber's stream-restore (PipeWire) sets the
+        // last saved volume of "harmonia" onto each new stream, over the one
+        // it connected with, as the stream appears. Set ours again now
+        // (also catching a setVolume made while the wait released the lock),
+        // read it back, and answer any change the session manager makes in
+        // the guard window that follows.
+        volumeGuardDeadline = pa_rtclock_now() + Self.volumeGuardWindow
+        applyServerVolume(waiting: true)
+        wait(for: pa_context_get_sink_input_info(context, pa_stream_get_index(stream), sinkInputInfoReceived,
+                                                 Unmanaged.passUnretained(self).toOpaque()))
         startTimingTimer()
         let tile = pa_context_get_tile_size(context, &spec)
         if tile > 0 { rt.maxChunkFrames = max(1, tile / (channels * 4)) }
@@ -194,6 +208,11 @@ extension PulseAudioOutputAdapter {
             // Room for a quarter of the buffer left unfilled: the ring is dry.
             starved = writable != Int.max && writable >= Int(grantedTargetLength / 4) || rt?.refilling == true
         }
+        // A drain waits on the main loop's condition for the ring to empty
+        // and for the server: look again at least at every tick (the last
+        // callback may have emptied the ring without a word, and a server
+        // may never finish a drain: `drain` gives up at its deadline).
+        if rt?.draining == true { pa_threaded_mainloop_signal(mainloop, 0) }
         timingInterval = starved ? Self.quickTiming : min(timingInterval * 2, Self.slowestTiming)
         pa_context_rttime_restart(context, timer, pa_rtclock_now() + timingInterval)
     }

@@ -1,6 +1,6 @@
 // DefaultPlaybackService through a real PulseAudio server (issue 4's
 // requirements that need a device): pause/resume, seek, the gapless join and
-// the heard position, checked on what the sink actually played. A pipe sink
+// the heard position, checked on what the sink actually played. A recording sink
 // records the sink's output (float32, so samples are exact); the decoder is a
 // counter, so every recorded frame names its source frame.
 import Foundation
@@ -77,11 +77,11 @@ func waitUntil(_ what: String, seconds: Double = 5, _ condition: () -> Bool) thr
 }
 
 /// A playback service on the real PulseAudio output, recording through a
-/// pipe sink; every event is logged with the output's heard frames at that moment.
+/// recording sink; every event is logged with the output's heard frames at that moment.
 final class PulseServiceRig: @unchecked Sendable {
     static let rate = 48_000
     static let latency = 0.05
-    let recorder: PipeSinkRecorder
+    let recorder: SinkRecorder
     let output: PulseAudioOutputAdapter
     let decoder: ScaledCounterDecoder
     let service: DefaultPlaybackService
@@ -96,7 +96,7 @@ final class PulseServiceRig: @unchecked Sendable {
     }
 
     init(_ sources: [String: CounterDecoder.Source]) throws {
-        recorder = try PipeSinkRecorder(rate: Self.rate, channels: 2)
+        recorder = try SinkRecorder(rate: Self.rate, channels: 2)
         output = PulseAudioOutputAdapter(options: pulseOptions(device: recorder.sinkName, latency: Self.latency))
         decoder = ScaledCounterDecoder(sources)
         service = DefaultPlaybackService(decoder: decoder, output: output, clock: clock)

@@ -1,6 +1,7 @@
-// PulseAudioOutputAdapter against a real PulseAudio server: specs/realtime.md
-// §PulseAudioOutputAdapter. `make test` starts a private daemon; a pipe sink
-// records exactly what the sink played, compared with the decode.
+// PulseAudioOutputAdapter against a real sound server — PulseAudio, and
+// PipeWire through pipewire-pulse: specs/realtime.md §PulseAudioOutputAdapter.
+// `make test` starts a private server of each kind in turn; a recording
+// sink records exactly what the sink played, compared with the decode.
 import Foundation
 import HarmoniaCore
 import HarmoniaFFmpeg
@@ -52,11 +53,11 @@ struct PulseAudioOutputAdapterTests {
         do { try output.configure(sampleRate: 44100, channels: 2) } catch { #expect(error.category == .notFound) }
     }
 
-    /// Plays `name` through a pipe sink at its own rate and checks the sink
+    /// Plays `name` through a recording sink at its own rate and checks the sink
     /// played exactly the decoded samples.
     func playsBitExact(_ name: String, channelMap: String? = nil) throws {
         let (samples, info) = try decodeAll(name)
-        let recorder = try PipeSinkRecorder(rate: Int(info.sampleRate), channels: info.channels, channelMap: channelMap)
+        let recorder = try SinkRecorder(rate: Int(info.sampleRate), channels: info.channels, channelMap: channelMap)
         let output = PulseAudioOutputAdapter(options: pulseOptions(device: recorder.sinkName))
         try output.configure(sampleRate: info.sampleRate, channels: info.channels)
         let frames = samples.count / info.channels
@@ -73,7 +74,7 @@ struct PulseAudioOutputAdapterTests {
         let loud = recording.lazy.filter { $0 != 0 }.count
         print("[\(name)] played \(played) of \(frames) frames; recorded \(recording.count / info.channels) frames, \(loud) non-zero samples; underruns \(output.underrunCount)")
         #expect(played >= Int64(frames) - 1)
-        let offset = PipeSinkRecorder.offset(of: samples, in: recording, channels: info.channels)
+        let offset = SinkRecorder.offset(of: samples, in: recording, channels: info.channels)
         #expect(offset != nil, "the decoded samples must appear in the recording")
         guard let offset else { return }
         let start = offset * info.channels
@@ -91,8 +92,8 @@ struct PulseAudioOutputAdapterTests {
     func formatChange() throws {
         let (stereo, stereoInfo) = try decodeAll("wav_s16_stereo_44k.wav")
         let (surround, surroundInfo) = try decodeAll("flac_s16_51_48k.flac")
-        let first = try PipeSinkRecorder(rate: 44100, channels: 2)
-        let second = try PipeSinkRecorder(rate: 48000, channels: 6,
+        let first = try SinkRecorder(rate: 44100, channels: 2)
+        let second = try SinkRecorder(rate: 48000, channels: 6,
                                           channelMap: "front-left,front-right,front-center,lfe,rear-left,rear-right")
         defer { _ = try? PulseTestServer.pactl(["set-default-sink", "harmonia_null"]) }
         // One output on the default sink; each track's stream lands on the
@@ -113,8 +114,8 @@ struct PulseAudioOutputAdapterTests {
         #expect(output.framesPlayed == Int64(surround.count / 6))
         output.stop()
         let a = try first.finish(), b = try second.finish()
-        let offsetA = PipeSinkRecorder.offset(of: stereo, in: a, channels: 2)
-        let offsetB = PipeSinkRecorder.offset(of: surround, in: b, channels: 6)
+        let offsetA = SinkRecorder.offset(of: stereo, in: a, channels: 2)
+        let offsetB = SinkRecorder.offset(of: surround, in: b, channels: 6)
         #expect(offsetA.map { a[($0 * 2)...].starts(with: stereo) } == true, "the first track, exact")
         #expect(offsetB.map { b[($0 * 6)...].starts(with: surround) } == true, "the second track, exact")
         #expect(output.underrunCount == 0)
@@ -125,4 +126,18 @@ struct PulseAudioOutputAdapterTests {
         try playsBitExact("flac_s16_51_48k.flac", channelMap: "front-left,front-right,front-center,lfe,rear-left,rear-right")
     }
 }
+}
+
+@Suite("PulseAudioOutputAdapter: PipeWire's graph delay from node.latency")
+struct PulseGraphDelayTests {
+    @Test("one graph cycle, capped at PipeWire's default largest quantum; anything malformed is 0")
+    func parsing() {
+        #expect(PulseAudioOutputAdapter.graphDelay(nodeLatency: "600/48000", sampleRate: 48000) == 600)
+        #expect(PulseAudioOutputAdapter.graphDelay(nodeLatency: "1024/48000", sampleRate: 44100) == 941)
+        #expect(PulseAudioOutputAdapter.graphDelay(nodeLatency: "8192/48000", sampleRate: 48000) == 2048)
+        for bad in [nil, "", "x", "600", "600/0", "-5/48000", "1e400/48000", "nan/48000", "600/48000/1", "600/10"] {
+            #expect(PulseAudioOutputAdapter.graphDelay(nodeLatency: bad, sampleRate: 48000) == 0, "\(bad ?? "nil")")
+        }
+        #expect(PulseAudioOutputAdapter.graphDelay(nodeLatency: "600/48000", sampleRate: 0) == 0)
+    }
 }

@@ -3,7 +3,7 @@
 // A pthread mutex (ConditionLock), not Synchronization.Mutex: on Linux the
 // Mutex locks with futexes inside the standard library, which
 // ThreadSanitizer does not see, so two threads using a LockedValue were
-// reported as a race (found reading a PipeSinkRecorder while it records).
+// reported as a race (found reading a SinkRecorder while it records).
 import HarmoniaCore
 
 public final class LockedValue<Value: Sendable>: @unchecked Sendable {

@@ -1,5 +1,7 @@
-// The private PulseAudio daemon `make test` starts (Tests/pulse-test-server.sh),
-// and pipe sinks that record exactly what a sink plays.
+// The private sound server `make test` starts — PulseAudio
+// (Tests/pulse-test-server.sh) or PipeWire with pipewire-pulse
+// (Tests/pipewire-test-server.sh), chosen by HARMONIA_SOUND_SERVER — and
+// recorders that capture exactly what a sink plays.
 import Foundation
 import HarmoniaCore
 #if canImport(Glibc)
@@ -7,57 +9,93 @@ import Glibc
 #endif
 
 public enum PulseTestServer {
-    /// The daemon's folder; its socket is DIR/native. Set by the Makefile.
+    /// The server's folder; its PulseAudio socket is DIR/native. Set by the Makefile.
     public static var directory: String? { ProcessInfo.processInfo.environment["HARMONIA_PULSE_DIR"] }
     public static var address: String? { directory.map { "unix:\($0)/native" } }
-    static var script: String { Fixtures.repositoryRoot + "/Tests/pulse-test-server.sh" }
+    /// Whether the server is PipeWire through pipewire-pulse (HARMONIA_SOUND_SERVER=pipewire).
+    public static var isPipeWire: Bool { ProcessInfo.processInfo.environment["HARMONIA_SOUND_SERVER"] == "pipewire" }
+    /// The server's name, for test output.
+    public static var name: String { isPipeWire ? "PipeWire" : "PulseAudio" }
+    static var script: String {
+        Fixtures.repositoryRoot + (isPipeWire ? "/Tests/pipewire-test-server.sh" : "/Tests/pulse-test-server.sh")
+    }
 
-    /// Runs the control script: start, stop, restart, kill.
+    /// Runs the control script: start, stop, restart, kill (the PulseAudio
+    /// side: pipewire-pulse on PipeWire).
     @discardableResult
     public static func control(_ action: String) throws -> ProcessResult {
         guard let directory else { throw FixtureError("HARMONIA_PULSE_DIR is not set: run the tests through 'make test'") }
         let result = try ProcessRunner.run("/bin/bash", [script, action, directory])
-        guard result.status == 0 else { throw FixtureError("pulse-test-server.sh \(action): \(result.stderrText)") }
+        guard result.status == 0 else { throw FixtureError("\(script) \(action): \(result.stderrText)") }
         return result
+    }
+
+    /// The environment a PulseAudio client of the test server needs.
+    public static var clientEnvironment: [String: String] {
+        var environment = ProcessInfo.processInfo.environment
+        environment["PULSE_SERVER"] = address
+        return environment
     }
 
     /// Runs pactl against the test server.
     @discardableResult
     public static func pactl(_ arguments: [String]) throws -> String {
-        guard let address else { throw FixtureError("HARMONIA_PULSE_DIR is not set") }
-        var environment = ProcessInfo.processInfo.environment
-        environment["PULSE_SERVER"] = address
-        let result = try ProcessRunner.run("/usr/bin/env", ["pactl"] + arguments, environment: environment)
+        guard address != nil else { throw FixtureError("HARMONIA_PULSE_DIR is not set") }
+        let result = try ProcessRunner.run("/usr/bin/env", ["pactl"] + arguments, environment: clientEnvironment)
         guard result.status == 0 else { throw FixtureError("pactl \(arguments.joined(separator: " ")): \(result.stderrText)") }
         return result.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 }
 
-/// A `module-pipe-sink` whose FIFO is read on a thread: everything the sink
-/// plays, sample for sample, as float32.
-public final class PipeSinkRecorder: @unchecked Sendable {
+/// A sink of its own that records exactly what it plays, sample for sample,
+/// as float32 — silence included while nothing plays. On PulseAudio a
+/// `module-pipe-sink` whose FIFO is read on a thread (a null sink's monitor
+/// there misses the audio the sink rewinds over when a stream starts or
+/// flushes). On PipeWire a null sink's monitor recorded by `parec` (a pipe
+/// sink on pipewire-pulse writes nothing while nothing plays, so pauses and
+/// gaps would vanish; PipeWire does not rewind).
+public final class SinkRecorder: @unchecked Sendable {
     public let sinkName: String
     public let channels: Int
+    public let rate: Int
     private let module: String
-    private let fifo: String
+    private var fifo: String?
+    private var monitorRecorder: Process?
     private let recorded = LockedValue(Data())
     private let finished = ConditionLock()
     private let done = LockedValue(false)
 
-    /// Loads a pipe sink at `rate`/`channels` (float32le) and starts reading it.
+    /// Loads the sink at `rate`/`channels` (float32le) and starts recording
+    /// it; on PipeWire, returns once the first frames (silence) arrive.
     public init(rate: Int, channels: Int, channelMap: String? = nil) throws {
         guard let directory = PulseTestServer.directory else { throw FixtureError("HARMONIA_PULSE_DIR is not set") }
         let id = UUID().uuidString.prefix(8).lowercased()
-        sinkName = "pipe_\(id)"
+        sinkName = "rec_\(id)"
         self.channels = channels
-        fifo = "\(directory)/\(sinkName).fifo"
-        var arguments = ["load-module", "module-pipe-sink", "file=\(fifo)", "sink_name=\(sinkName)",
-                         "format=float32le", "rate=\(rate)", "channels=\(channels)", "use_system_clock_for_timing=yes"]
-        if let channelMap { arguments.append("channel_map=\(channelMap)") }
-        module = try PulseTestServer.pactl(arguments)
-        let path = fifo, recorded = self.recorded, finished = self.finished, done = self.done
+        self.rate = rate
+        let format = ["format=float32le", "rate=\(rate)", "channels=\(channels)"] + (channelMap.map { ["channel_map=\($0)"] } ?? [])
+        let fd: Int32
+        if PulseTestServer.isPipeWire {
+            module = try PulseTestServer.pactl(["load-module", "module-null-sink", "sink_name=\(sinkName)"] + format)
+            let parec = Process(), pipe = Pipe()
+            parec.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            parec.arguments = ["parec", "--raw", "--latency-msec=20", "--device=\(sinkName).monitor", "--format=float32le",
+                               "--rate=\(rate)", "--channels=\(channels)"] + (channelMap.map { ["--channel-map=\($0)"] } ?? [])
+            parec.environment = PulseTestServer.clientEnvironment
+            parec.standardOutput = pipe
+            parec.standardError = FileHandle.nullDevice
+            try parec.run()
+            monitorRecorder = parec
+            fd = dup(pipe.fileHandleForReading.fileDescriptor)
+        } else {
+            let path = "\(directory)/\(sinkName).fifo"
+            fifo = path
+            module = try PulseTestServer.pactl(["load-module", "module-pipe-sink", "file=\(path)", "sink_name=\(sinkName)",
+                                                "use_system_clock_for_timing=yes"] + format)
+            fd = open(path, O_RDONLY)
+        }
+        let recorded = self.recorded, finished = self.finished, done = self.done
         Thread {
-            let fd = open(path, O_RDONLY)
             if fd >= 0 {
                 var buffer = [UInt8](repeating: 0, count: 65536)
                 while true {
@@ -72,6 +110,19 @@ public final class PipeSinkRecorder: @unchecked Sendable {
                 finished.broadcast()
             }
         }.start()
+        if monitorRecorder != nil { try waitForFrames(1, seconds: 10) }
+    }
+
+    /// Waits until at least `frames` have been recorded (device time passes).
+    private func waitForFrames(_ frames: Int, seconds: Double) throws {
+        let clock = MonotonicClockAdapter()
+        let deadline = clock.now() + UInt64(seconds * 1e9)
+        while framesRecorded < frames {
+            guard clock.now() < deadline, !done.withLock({ $0 }) else {
+                throw FixtureError("recording \(sinkName): \(framesRecorded) of \(frames) frames after \(seconds) s")
+            }
+            clock.sleep(nanoseconds: 5_000_000)
+        }
     }
 
     /// Frames the sink has played so far (silence included), while it runs.
@@ -85,12 +136,20 @@ public final class PipeSinkRecorder: @unchecked Sendable {
         }
     }
 
-    /// Unloads the sink and returns everything it played, as samples.
+    /// Stops recording, unloads the sink and returns everything it played,
+    /// as samples. A monitor records 200 ms more first: it trails the sink
+    /// by up to a graph cycle, and parec by a fragment.
     public func finish() throws -> [Float] {
+        if let monitorRecorder {
+            try? waitForFrames(framesRecorded + rate / 5, seconds: 5)
+            // SIGKILL: a child of the test runner may inherit a mask that blocks SIGTERM.
+            kill(monitorRecorder.processIdentifier, SIGKILL)
+            monitorRecorder.waitUntilExit()
+        }
         _ = try? PulseTestServer.pactl(["unload-module", module])
         finished.withLock { while !done.withLock({ $0 }) { finished.wait() } }
-        try? FileManager.default.removeItem(atPath: fifo)
-        return recorded.withLock { data in data.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) } }
+        if let fifo { try? FileManager.default.removeItem(atPath: fifo) }
+        return recordedSoFar()
     }
 
     /// Where `reference` starts in `recording` (frames), matching its first
