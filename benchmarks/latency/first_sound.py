@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Time to first sound: from a player's exec to its first non-silent frame
 on the sink, for harmonia-play and paplay (and mpv where installed), on the
-sound server PULSE_SERVER names (PulseAudio, or PipeWire's pipewire-pulse).
+sound server PULSE_SERVER names (PulseAudio, or PipeWire's pipewire-pulse);
+on PipeWire also for pw-play, a native PipeWire client (--pipewire-runtime
+names the folder of the server's pipewire-0 socket).
 
 The sink's monitor is recorded by parec in 10 ms fragments from before the
 player starts; each fragment is stamped with the monotonic time it arrived.
@@ -10,7 +12,7 @@ sample, less the exec time. The monitor's own delay (a fragment; on PipeWire
 one graph cycle) is the same for every player, so the ratio between two
 players in one run is the figure to read; the absolute values include it.
 
-Usage: first_sound.py HARMONIA_PLAY FILE.wav [--runs N] [--sink NAME]
+Usage: first_sound.py HARMONIA_PLAY FILE.wav [--runs N] [--sink NAME] [--pipewire-runtime DIR]
 Prints one JSON object: medians and every run, in milliseconds.
 """
 import argparse, json, os, shutil, statistics, subprocess, threading, time
@@ -67,6 +69,7 @@ def main():
     parser.add_argument("file")
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--sink", default="harmonia_null")
+    parser.add_argument("--pipewire-runtime")
     args = parser.parse_args()
     players = {
         "harmonia-play": [args.harmonia_play, "--quiet", "--device", args.sink, args.file],
@@ -74,6 +77,8 @@ def main():
     }
     if shutil.which("mpv"):
         players["mpv"] = ["mpv", "--no-config", "--really-quiet", "--ao=pulse", f"--audio-device=pulse/{args.sink}", args.file]
+    if args.pipewire_runtime and shutil.which("pw-play"):
+        players["pw-play"] = ["env", f"PIPEWIRE_RUNTIME_DIR={args.pipewire_runtime}", "pw-play", "--target", args.sink, args.file]
     results = {name: [] for name in players}
     for _ in range(args.runs):  # interleaved, so drift hits every player alike
         for name, command in players.items():
