@@ -131,11 +131,17 @@ test-asan: deps swift
 	LSAN_OPTIONS=suppressions=$(LSAN_SUPPRESSIONS) \
 	  $(SWIFT) test --sanitize=address --scratch-path .build-asan --filter HarmoniaFFmpegTests
 
-# TSan exits non-zero (66) on any report.
+# TSan exits non-zero (66) on any report. The sound-server suites run again
+# on the private PipeWire, from the same build.
+TSAN_PULSE_TESTS := PulseAudioOutputAdapterTests|PulseAudioBehaviourTests|PlaybackServicePulse
 test-tsan: deps swift
 	$(WITH_PULSE) HARMONIA_TSAN=1 $(SWIFT) test --sanitize=thread --scratch-path .build-tsan \
-	  --filter 'SPSCRingBuffer|NullAudioOutput|PulseAudioOutputAdapterTests|PulseAudioBehaviourTests|PlaybackServicePulse|PlaybackServiceTests|QueueServiceTests|ServiceFeatureTests|ServiceOutputFailureTests|FileOutputServiceTests|SlowOpenServiceTests' || status=$$?; \
-	  bash Tests/pulse-test-server.sh stop $(PULSE_DIR); exit $$status
+	  --filter 'SPSCRingBuffer|NullAudioOutput|$(TSAN_PULSE_TESTS)|PlaybackServiceTests|QueueServiceTests|ServiceFeatureTests|ServiceOutputFailureTests|FileOutputServiceTests|SlowOpenServiceTests' || status=$$?; \
+	  bash Tests/pulse-test-server.sh stop $(PULSE_DIR); [ $$status -eq 0 ] || exit $$status; \
+	bash Tests/pipewire-test-server.sh start $(PIPEWIRE_DIR) && status=0; \
+	  HARMONIA_SOUND_SERVER=pipewire HARMONIA_PULSE_DIR=$(PIPEWIRE_DIR) HARMONIA_TSAN=1 \
+	  $(SWIFT) test --sanitize=thread --scratch-path .build-tsan --skip-build --filter '$(TSAN_PULSE_TESTS)' || status=$$?; \
+	  bash Tests/pipewire-test-server.sh stop $(PIPEWIRE_DIR); exit $$status
 
 # The test vectors alone (test-unit runs them too, as a Swift test).
 vectors: build
