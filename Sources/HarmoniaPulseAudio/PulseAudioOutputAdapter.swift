@@ -76,9 +76,8 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
     var timingTimer: OpaquePointer?
     var timingInterval: pa_usec_t = 100_000
     /// Until when (rtclock µs) a volume the server sets on the new stream is
-    /// overridden with the player's, and how many times that happened.
+    /// overridden with the player's.
     var volumeGuardDeadline: pa_usec_t = 0
-    var restoredVolumesOverridden = 0
     /// Frames between what the server reports played and what the sink
     /// plays, which the server leaves out (PipeWire's graph cycle; 0 on PulseAudio).
     var graphDelayFrames: Int64 = 0

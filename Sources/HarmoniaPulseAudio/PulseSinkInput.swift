@@ -49,10 +49,7 @@ extension PulseAudioOutputAdapter {
         guard pa_rtclock_now() < volumeGuardDeadline else { return }
         var wanted = serverVolume()
         var actual = info.volume
-        if pa_cvolume_equal(&wanted, &actual) == 0 {
-            restoredVolumesOverridden += 1
-            applyServerVolume()
-        }
+        if pa_cvolume_equal(&wanted, &actual) == 0 { applyServerVolume() }
     }
 
     /// The frames a PipeWire graph holds between pipewire-pulse taking

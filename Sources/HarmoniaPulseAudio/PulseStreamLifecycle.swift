@@ -35,7 +35,7 @@ extension PulseAudioOutputAdapter {
         contextWasReady = true
         serverLost = false
         // Sink-input changes: a session manager restoring a saved volume
-        // onto a new stream is seen, and answered (`guardVolume`).
+        // onto a new stream is seen, and answered (`sinkInputIs`).
         pa_context_set_subscribe_callback(context, contextEventReceived, Unmanaged.passUnretained(self).toOpaque())
         if let operation = pa_context_subscribe(context, PA_SUBSCRIPTION_MASK_SINK_INPUT, nil, nil) {
             pa_operation_unref(operation)
