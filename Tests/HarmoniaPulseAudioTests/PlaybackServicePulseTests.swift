@@ -95,9 +95,10 @@ final class PulseServiceRig: @unchecked Sendable {
         let heard: Int64
     }
 
-    init(_ sources: [String: CounterDecoder.Source]) throws {
+    /// - Parameter latency: the output's buffer; the tests' 50 ms by default.
+    init(_ sources: [String: CounterDecoder.Source], latency: Double = PulseServiceRig.latency) throws {
         recorder = try SinkRecorder(rate: Self.rate, channels: 2)
-        output = PulseAudioOutputAdapter(options: pulseOptions(device: recorder.sinkName, latency: Self.latency))
+        output = PulseAudioOutputAdapter(options: pulseOptions(device: recorder.sinkName, latency: latency))
         decoder = ScaledCounterDecoder(sources)
         service = DefaultPlaybackService(decoder: decoder, output: output, clock: clock)
         let output = self.output, log = self.log, stopped = self.stopped
@@ -262,6 +263,25 @@ struct PlaybackServicePulseTests {
         }
         #expect(events.contains { if case .trackEnded(index: 1, _, reason: .finished) = $0.event { true } else { false } })
         #expect(rig.service.state == .stopped)
+    }
+
+    @Test("a 44.1 kHz track on a 48 kHz sink: resampled by the server, heard to its last frame")
+    func resampledByServer() throws {
+        // At the player's default 500 ms buffer, as a user plays it.
+        let frames = 44_100 * 2
+        let rig = try PulseServiceRig(["a": .init(frames: Int64(frames), sampleRate: 44_100, base: 1)],
+                                      latency: PulseAudioOutputAdapter.Options().latency)
+        try rig.service.load(url: "a")
+        try rig.service.play()
+        try rig.waitUntilStopped()
+        rig.service.stop()
+        let recording = try rig.recorder.finish()
+        let runs = loudRuns(recording, channels: 2)
+        let span = (runs.last.map { $0.start + $0.count } ?? 0) - (runs.first?.start ?? 0)
+        let expected = frames * rate / 44_100
+        print("[service resampled] \(frames) frames at 44.1 kHz sounded as \(span) frames at \(rate) Hz (expected \(expected))")
+        // The resampler's filter adds a few dozen frames of ringing at each end.
+        #expect(abs(span - expected) <= 128, "the whole track, resampled: \(span) frames, expected \(expected)")
     }
 
     @Test("the heard position is monotonic, smooth, and never ahead of what the sink played")
