@@ -78,6 +78,8 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
     /// Until when (rtclock µs) a volume the server sets on the new stream is
     /// overridden with the player's.
     var volumeGuardDeadline: pa_usec_t = 0
+    /// The read-back found another volume than the player's (a restore).
+    var volumeRestoreSeen = false
     /// Frames between what the server reports played and what the sink
     /// plays, which the server leaves out (PipeWire's graph cycle; 0 on PulseAudio).
     var graphDelayFrames: Int64 = 0

@@ -49,7 +49,10 @@ extension PulseAudioOutputAdapter {
         guard pa_rtclock_now() < volumeGuardDeadline else { return }
         var wanted = serverVolume()
         var actual = info.volume
-        if pa_cvolume_equal(&wanted, &actual) == 0 { applyServerVolume() }
+        if pa_cvolume_equal(&wanted, &actual) == 0 {
+            volumeRestoreSeen = true
+            applyServerVolume()
+        }
     }
 
     /// The frames a PipeWire graph holds between pipewire-pulse taking

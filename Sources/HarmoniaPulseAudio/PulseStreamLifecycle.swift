@@ -132,9 +132,12 @@ extension PulseAudioOutputAdapter {
         // read it back, and answer any change the session manager makes in
         // the guard window that follows.
         volumeGuardDeadline = pa_rtclock_now() + Self.volumeGuardWindow
+        volumeRestoreSeen = false
         applyServerVolume(waiting: true)
         wait(for: pa_context_get_sink_input_info(context, pa_stream_get_index(stream), sinkInputInfoReceived,
                                                  Unmanaged.passUnretained(self).toOpaque()))
+        // A restore seen by then is answered before the first frame is written.
+        if volumeRestoreSeen { applyServerVolume(waiting: true) }
         startTimingTimer()
         let tile = pa_context_get_tile_size(context, &spec)
         if tile > 0 { rt.maxChunkFrames = max(1, tile / (channels * 4)) }
