@@ -54,6 +54,10 @@ extension DefaultPlaybackService {
     /// to do, or until `wakeDeadline()` while playing).
     private func decodePass() -> DecodeThreadControl.Wait {
         engine.withLock {
+            // Shut down (set under this lock): no more steps. A step after
+            // `shutdown` closed the tracks read a closed handle and sent an
+            // error after `stopped` (a flaky test caught it).
+            if control.shuttingDown { return .condition }
             control.wakeRequested = false
             control.wait = .working
             var next = Step.again
