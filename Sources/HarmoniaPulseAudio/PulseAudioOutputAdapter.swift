@@ -196,12 +196,15 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
             wait(for: pa_stream_trigger(stream, operationDone, Unmanaged.passUnretained(self).toOpaque()))
             // What is queued plays out in its own time; a server that never
             // reports the drain done is given that and 2 s more.
-            var queuedFrames: Int64 = 0
+            // The server's indexes are outside numbers: subtracted without
+            // trapping, and the wait capped at 60 s whatever they say.
+            var queuedSeconds = 0.0
             if let timing = pa_stream_get_timing_info(stream), timing.pointee.write_index_corrupt == 0,
                timing.pointee.read_index_corrupt == 0 {
-                queuedFrames = max(0, (timing.pointee.write_index - timing.pointee.read_index) / Int64(channels * 4))
+                let (bytes, overflow) = timing.pointee.write_index.subtractingReportingOverflow(timing.pointee.read_index)
+                if !overflow, bytes > 0 { queuedSeconds = min(Double(bytes) / Double(channels * 4) / sampleRate, 60) }
             }
-            let deadline = pa_rtclock_now() + pa_usec_t(Double(queuedFrames) * 1e6 / sampleRate) + 2_000_000
+            let deadline = pa_rtclock_now() + pa_usec_t(queuedSeconds * 1e6) + 2_000_000
             rt.drainRequested = true
             wait(for: pa_stream_drain(stream, operationDone, Unmanaged.passUnretained(self).toOpaque()), until: deadline)
             // The stream's buffer is empty; the sink still holds its latency's
