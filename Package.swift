@@ -15,6 +15,9 @@ let package = Package(
         .library(name: "HarmoniaHTTP", targets: ["HarmoniaHTTP"]),
         .library(name: "HarmoniaLinux", targets: ["HarmoniaLinux"]),
         .library(name: "HarmoniaMPRIS", targets: ["HarmoniaMPRIS"]),
+        .library(name: "HarmoniaLibrary", targets: ["HarmoniaLibrary"]),
+        .library(name: "HarmoniaSQLite", targets: ["HarmoniaSQLite"]),
+        .library(name: "HarmoniaMPD", targets: ["HarmoniaMPD"]),
         .executable(name: "harmonia-play", targets: ["harmonia-play"]),
     ],
     dependencies: [
@@ -51,6 +54,12 @@ let package = Package(
             path: "CShims/CLibFuzzer"
         ),
         .systemLibrary(
+            name: "CSQLite",
+            path: "CShims/CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
+        .systemLibrary(
             name: "CDBus",
             path: "CShims/CDBus",
             pkgConfig: "dbus-1",
@@ -81,6 +90,22 @@ let package = Package(
         .target(
             name: "HarmoniaHTTP",
             dependencies: ["HarmoniaCore", "CCurl"]
+        ),
+
+        // The music library: scanner, store port, queries. Platform-neutral
+        // (no C): the store is a port, SQLite its adapter.
+        .target(
+            name: "HarmoniaLibrary",
+            dependencies: ["HarmoniaCore"]
+        ),
+        .target(
+            name: "HarmoniaSQLite",
+            dependencies: ["HarmoniaCore", "HarmoniaLibrary", "CSQLite"]
+        ),
+        // A driving adapter: MPD's protocol over TCP, on the library.
+        .target(
+            name: "HarmoniaMPD",
+            dependencies: ["HarmoniaCore", "HarmoniaLibrary"]
         ),
 
         // MARK: Composition: the default adapters wired in one call
@@ -134,6 +159,14 @@ let package = Package(
         .testTarget(
             name: "HarmoniaHTTPTests",
             dependencies: ["HarmoniaCore", "HarmoniaHTTP", "HarmoniaFFmpeg", "HarmoniaTestSupport"]
+        ),
+        .testTarget(
+            name: "HarmoniaLibraryTests",
+            dependencies: ["HarmoniaCore", "HarmoniaLibrary", "HarmoniaSQLite", "HarmoniaFFmpeg", "HarmoniaTestSupport"]
+        ),
+        .testTarget(
+            name: "HarmoniaMPDTests",
+            dependencies: ["HarmoniaCore", "HarmoniaLibrary", "HarmoniaMPD", "HarmoniaTestSupport"]
         ),
         .testTarget(
             name: "HarmoniaPlayTests",

@@ -1,0 +1,150 @@
+// The music library's records and queries — specs/library.md
+import Foundation
+
+/// A tag the library indexes, with MPD's name for it (`name`), which is also
+/// how the MPD protocol and the filter expressions spell it.
+public enum LibraryTag: String, CaseIterable, Sendable, Codable, Hashable {
+    case artist, albumArtist, album, title, track, genre, date, composer, disc, comment
+
+    /// MPD's spelling: "Artist", "AlbumArtist", "Album", "Title", "Track",
+    /// "Genre", "Date", "Composer", "Disc", "Comment".
+    public var name: String {
+        switch self {
+        case .artist: "Artist"
+        case .albumArtist: "AlbumArtist"
+        case .album: "Album"
+        case .title: "Title"
+        case .track: "Track"
+        case .genre: "Genre"
+        case .date: "Date"
+        case .composer: "Composer"
+        case .disc: "Disc"
+        case .comment: "Comment"
+        }
+    }
+
+    /// The tag called `name`, compared without case as MPD does ("albumartist" too).
+    public init?(name: String) {
+        guard let tag = Self.allCases.first(where: { $0.name.caseInsensitiveCompare(name) == .orderedSame }) else { return nil }
+        self = tag
+    }
+}
+
+/// One song file in the library. `path` is relative to the music directory,
+/// with `/` separators and no leading `/` ("Artist/Album/01 Song.flac").
+public struct LibrarySong: Sendable, Equatable, Hashable, Codable {
+    public var path: String
+    /// The file's modification time, whole seconds since 1970 (UTC).
+    public var modified: Int64
+    /// The file's size in bytes (a change of size or mtime means a rescan).
+    public var size: Int64
+    /// Tag values, by tag; a tag the file lacks is absent. Track and Disc are
+    /// bare numbers as MPD writes them ("3", not "3/12").
+    public var tags: [LibraryTag: String]
+    /// Exact length in seconds, when known.
+    public var duration: Double?
+    /// MPD's `Format`: "SAMPLERATE:BITS:CHANNELS" ("44100:16:2"; bits "f" for
+    /// float, "*" when unknown), when known.
+    public var format: String?
+
+    public init(path: String, modified: Int64, size: Int64, tags: [LibraryTag: String] = [:],
+                duration: Double? = nil, format: String? = nil) {
+        self.path = path
+        self.modified = modified
+        self.size = size
+        self.tags = tags
+        self.duration = duration
+        self.format = format
+    }
+
+    /// The folder holding the song, relative ("" for the top).
+    public var directory: String {
+        guard let slash = path.lastIndex(of: "/") else { return "" }
+        return String(path[..<slash])
+    }
+}
+
+/// A playlist file in the library (`.m3u`, `.m3u8`, `.pls`, `.cue`), listed as
+/// MPD lists it: `playlist: PATH` with its modification time.
+public struct LibraryPlaylist: Sendable, Equatable, Hashable, Codable {
+    public var path: String
+    public var modified: Int64
+
+    public init(path: String, modified: Int64) {
+        self.path = path
+        self.modified = modified
+    }
+}
+
+/// A folder in the library, relative to the music directory.
+public struct LibraryDirectory: Sendable, Equatable, Hashable, Codable {
+    public var path: String
+    public var modified: Int64
+
+    public init(path: String, modified: Int64) {
+        self.path = path
+        self.modified = modified
+    }
+}
+
+/// What one folder holds, each kind in MPD's order (natural order by name).
+public struct LibraryListing: Sendable, Equatable {
+    public var directories: [LibraryDirectory]
+    public var songs: [LibrarySong]
+    public var playlists: [LibraryPlaylist]
+
+    public init(directories: [LibraryDirectory] = [], songs: [LibrarySong] = [], playlists: [LibraryPlaylist] = []) {
+        self.directories = directories
+        self.songs = songs
+        self.playlists = playlists
+    }
+}
+
+/// How a tag value is compared with a filter's value.
+public struct TagMatch: Sendable, Equatable, Hashable {
+    public enum Operation: Sendable, Equatable, Hashable {
+        /// The whole value equals.
+        case equals
+        /// The value contains the filter's value.
+        case contains
+        /// The value starts with the filter's value.
+        case startsWith
+        /// The value matches the filter's value as a regular expression (PCRE-like, as MPD).
+        case regex
+    }
+
+    public var operation: Operation
+    public var value: String
+    /// `!=`, `!~`: true when the comparison fails.
+    public var negated: Bool
+    /// Compare after folding case across Unicode (MPD's `search`; not accents).
+    public var foldCase: Bool
+
+    public init(_ operation: Operation, _ value: String, negated: Bool = false, foldCase: Bool = false) {
+        self.operation = operation
+        self.value = value
+        self.negated = negated
+        self.foldCase = foldCase
+    }
+}
+
+/// A query over songs: MPD's filter expressions and its older `TAG VALUE`
+/// pairs both become one of these.
+public indirect enum LibraryFilter: Sendable, Equatable, Hashable {
+    /// A tag's value; a song without the tag has the empty value (so
+    /// `(Artist == '')` finds songs without an artist, as in MPD).
+    case tag(LibraryTag, TagMatch)
+    /// Any tag's value (MPD's `any`).
+    case anyTag(TagMatch)
+    /// The song's path (MPD's `file`).
+    case file(TagMatch)
+    /// Songs inside this folder, recursively (MPD's `base`; "" is everything).
+    case base(String)
+    /// Songs modified at or after this time (seconds since 1970, MPD's `modified-since`).
+    case modifiedSince(Int64)
+    /// The song's `Format` (MPD's `AudioFormat`).
+    case audioFormat(TagMatch)
+    case not(LibraryFilter)
+    /// All of them; `.and([])` matches every song.
+    case and([LibraryFilter])
+}
