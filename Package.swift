@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "HarmoniaHTTP", targets: ["HarmoniaHTTP"]),
         .library(name: "HarmoniaLinux", targets: ["HarmoniaLinux"]),
         .library(name: "HarmoniaMPRIS", targets: ["HarmoniaMPRIS"]),
+        .library(name: "HarmoniaControl", targets: ["HarmoniaControl"]),
         .library(name: "HarmoniaLibrary", targets: ["HarmoniaLibrary"]),
         .library(name: "HarmoniaSQLite", targets: ["HarmoniaSQLite"]),
         .library(name: "HarmoniaMPD", targets: ["HarmoniaMPD"]),
@@ -102,6 +103,13 @@ let package = Package(
             name: "HarmoniaSQLite",
             dependencies: ["HarmoniaCore", "HarmoniaLibrary", "CSQLite"]
         ),
+        // The application layer: the player's main loop, its commands and
+        // event fan-out, and the JSON-lines transports; every way of driving
+        // the player is a frontend of it.
+        .target(
+            name: "HarmoniaControl",
+            dependencies: ["HarmoniaCore"]
+        ),
         // A driving adapter: MPD's protocol over TCP, on the library.
         .target(
             name: "HarmoniaMPD",
@@ -119,6 +127,7 @@ let package = Package(
             name: "harmonia-play",
             dependencies: [
                 "HarmoniaCore",
+                "HarmoniaControl",
                 "HarmoniaFFmpeg",
                 "HarmoniaLinux",
                 "HarmoniaMPRIS",
@@ -161,6 +170,10 @@ let package = Package(
             dependencies: ["HarmoniaCore", "HarmoniaHTTP", "HarmoniaFFmpeg", "HarmoniaTestSupport"]
         ),
         .testTarget(
+            name: "HarmoniaControlTests",
+            dependencies: ["HarmoniaCore", "HarmoniaControl", "HarmoniaTestSupport"]
+        ),
+        .testTarget(
             name: "HarmoniaLibraryTests",
             dependencies: ["HarmoniaCore", "HarmoniaLibrary", "HarmoniaSQLite", "HarmoniaFFmpeg", "HarmoniaTestSupport"]
         ),
@@ -170,7 +183,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HarmoniaPlayTests",
-            dependencies: ["harmonia-play", "HarmoniaTestSupport"]
+            dependencies: ["harmonia-play", "HarmoniaControl", "HarmoniaTestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,5 +1,6 @@
 // harmonia-play decode: one input to raw float32 for scripts and tests.
 import ArgumentParser
+import HarmoniaControl
 import HarmoniaCore
 import HarmoniaFFmpeg
 #if canImport(Glibc)

@@ -1,5 +1,6 @@
 // harmonia-play on the desktop: MPRIS 2 on the session bus (--no-mpris turns
 // it off) — specs/mpris.md §harmonia-play
+import HarmoniaControl
 import HarmoniaCore
 import HarmoniaFFmpeg
 import HarmoniaMPRIS
@@ -12,7 +13,7 @@ import Logging
 ///
 /// Threads: the adapter calls the commands on its D-Bus thread; the main
 /// loop calls `start`, `takeStopRequest` and `shutdown`.
-final class DesktopSession: MPRISCommands, @unchecked Sendable {
+final class DesktopSession: MPRISCommands, PlayerFrontend, @unchecked Sendable {
     let actions: PlayerActions
     private var adapter: MPRISPlayerAdapter?
     private let busAddress: String
@@ -31,10 +32,10 @@ final class DesktopSession: MPRISCommands, @unchecked Sendable {
     }
 
     /// Follows the service's events and connects to the bus (on the
-    /// adapter's thread: this returns at once). `Quit` is posted to `inbox`.
-    func start(inbox: EventInbox) {
+    /// adapter's thread: this returns at once). `Quit` is posted to the player's inbox.
+    func open(_ app: PlayerApplication) throws(CoreError) {
         guard let adapter else { return }
-        lock.withLock { self.inbox = inbox }
+        lock.withLock { self.inbox = app.inbox }
         actions.service.observe { [weak adapter] in adapter?.post($0) }
         adapter.start(busAddress: busAddress)
     }
@@ -85,6 +86,6 @@ final class DesktopSession: MPRISCommands, @unchecked Sendable {
     func open(url: String) throws(CoreError) { try actions.open(url: url) }
 
     func quit() {
-        lock.withLock { inbox }?.post(.quit)
+        lock.withLock { inbox }?.post(.job { .quit })
     }
 }

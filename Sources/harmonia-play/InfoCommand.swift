@@ -1,6 +1,7 @@
 // harmonia-play info: tags and stream facts of each input.
 import ArgumentParser
 import Foundation
+import HarmoniaControl
 import HarmoniaCore
 import HarmoniaFFmpeg
 
@@ -55,7 +56,7 @@ struct InfoCommand: ParsableCommand {
             do throws(CoreError) {
                 let (tags, stream) = try result.get()
                 if json {
-                    Console.out(JSONValue.object(Self.fields(url: input, tags: tags, stream: stream)).serialized)
+                    Console.out(JSONValue.object(EventJSON.info(url: input, tags: tags, stream: stream)).serialized)
                 } else {
                     Console.out(Self.readable(url: input, tags: tags, stream: stream))
                 }
@@ -77,34 +78,6 @@ struct InfoCommand: ParsableCommand {
         } catch {
             throw .ioError("\(path): the cover cannot be written there; check the folder and its permissions")
         }
-    }
-
-    /// The JSON members: url, present tags, then stream facts.
-    static func fields(url: String, tags: TagBundle, stream: StreamInfo) -> [(String, JSONValue)] {
-        var f: [(String, JSONValue)] = [("url", .string(url))]
-        func add(_ key: String, _ value: String?) { if let value { f.append((key, .string(value))) } }
-        func add(_ key: String, _ value: Int?) { if let value { f.append((key, .int(Int64(value)))) } }
-        func add(_ key: String, _ value: Double?) { if let value { f.append((key, .double(value))) } }
-        add("title", tags.title); add("artist", tags.artist); add("album", tags.album)
-        add("albumArtist", tags.albumArtist); add("composer", tags.composer); add("genre", tags.genre)
-        add("year", tags.year); add("trackNumber", tags.trackNumber); add("trackTotal", tags.trackTotal)
-        add("discNumber", tags.discNumber); add("discTotal", tags.discTotal); add("bpm", tags.bpm)
-        add("replayGainTrack", tags.replayGainTrack); add("replayGainAlbum", tags.replayGainAlbum)
-        add("replayGainTrackPeak", tags.replayGainTrackPeak); add("replayGainAlbumPeak", tags.replayGainAlbumPeak)
-        add("comment", tags.comment)
-        add("artworkBytes", tags.artworkData?.count)
-        if let lyrics = tags.lyrics {
-            f.append(("lyrics", .array(lyrics.map { variant in
-                .object([("languageCode", variant.languageCode.map(JSONValue.string) ?? .null),
-                         ("text", .string(variant.text))])
-            })))
-        }
-        f.append(("duration", stream.duration.isFinite ? .double(stream.duration) : .null))
-        add("sampleRate", stream.sampleRate); add("channels", stream.channels); add("bitDepth", stream.bitDepth)
-        add("codec", stream.codec); add("encoding", tags.encoding); add("bitrate", stream.bitrate)
-        add("fileSize", tags.fileSize)
-        if let total = stream.totalFrames { f.append(("totalFrames", .int(total))) }
-        return f
     }
 
     /// A block a person reads.

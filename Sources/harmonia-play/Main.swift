@@ -1,6 +1,7 @@
 // harmonia-play: the headless player. Exit codes: 0 all inputs succeeded,
 // 1 some input failed, 2 usage error.
 import ArgumentParser
+import HarmoniaControl
 import HarmoniaCore
 #if canImport(Glibc)
 import Glibc

@@ -1,5 +1,6 @@
 // The network options of `play` and `decode` — specs/network.md §Options
 import ArgumentParser
+import HarmoniaControl
 import HarmoniaCore
 import HarmoniaFFmpeg
 import HarmoniaHTTP

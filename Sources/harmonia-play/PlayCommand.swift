@@ -2,6 +2,7 @@
 // gapless. The default subcommand, so `harmonia-play song.flac` plays.
 // Inputs and --start/--end: specs/inputs.md §Inputs (Ranges)
 import ArgumentParser
+import HarmoniaControl
 import HarmoniaCore
 import HarmoniaFFmpeg
 import HarmoniaLinux
@@ -226,17 +227,31 @@ struct PlayCommand: ParsableCommand {
         let terminal = interactive
             ? TerminalSession.start(service: service, actions: actions)
             : nil
-        var player = QueuePlayer(service: service, quiet: quiet || json || control == .stdin, terminal: terminal)
+        let player = PlayerApplication(service: service, actions: actions)
         player.interruptIO = { decoder.interruptAll() }
-        player.actions = actions
+        player.reportError = ConsoleLines.report
+        var controlServer: ControlServer?
         if machine {
             // A client that went away is a failed write, not a fatal signal.
             signal(SIGPIPE, SIG_IGN)
-            let dispatcher = ControlDispatcher(service: service, actions: actions)
-            player.control = ControlSession(dispatcher: dispatcher, transport: control, json: json)
+            let dispatcher = ControlDispatcher(service: service, actions: actions,
+                                               readInfo: FFmpegTagReaderAdapter().readWithStreamInfo(url:))
+            let session = ControlSession(dispatcher: dispatcher, transport: control, json: json)
+            controlServer = session.server
+            player.add(session)
         }
+        player.add(ConsoleLines(service: service, quiet: quiet || json || control == .stdin,
+                                fixedCount: control == nil ? tracks.count : nil))
+        if let terminal { player.add(terminal) }
         // Media keys and panels: MPRIS when a session bus is set (none: silently without).
-        if !noMPRIS { player.desktop = DesktopSession(actions: actions, logLevel: logLevel) }
+        if !noMPRIS, let desktop = DesktopSession(actions: actions, logLevel: logLevel) { player.add(desktop) }
+        player.abandon = { [controlServer] signo in
+            // Still running after a signal: held up where no flag reaches. End
+            // as the main loop would: terminal, socket file, 128 + signal.
+            Terminal.restore(newline: true)
+            controlServer?.shutdown(drainSeconds: 0)
+            _exit(128 + signo)
+        }
         switch player.run(tracks) {
         case .finished(let failures):
             if failures + expansion.failures > 0 { throw ExitCode(1) }

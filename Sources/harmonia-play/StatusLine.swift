@@ -2,6 +2,7 @@
 // place, and keys read on their own thread.
 import Dispatch
 import Foundation
+import HarmoniaControl
 import HarmoniaCore
 #if canImport(Glibc)
 import Glibc
@@ -33,8 +34,8 @@ struct StatusLine: Equatable {
     /// then the bar narrows (to 6 cells) and goes, then the title goes.
     func render(width: Int) -> String {
         let columns = max(width - 1, 1)
-        let time = total.map { "\(QueuePlayer.minutesSeconds(elapsed)) / \(QueuePlayer.minutesSeconds($0))" }
-            ?? QueuePlayer.minutesSeconds(elapsed)
+        let time = total.map { "\(ConsoleLines.minutesSeconds(elapsed)) / \(ConsoleLines.minutesSeconds($0))" }
+            ?? ConsoleLines.minutesSeconds(elapsed)
         var fields = [time, muted ? "muted" : "vol \(volumePercent)%", state]
         if let position { fields.append("\(position.index)/\(position.count)") }
         let tail = fields.joined(separator: "  ")
@@ -98,7 +99,7 @@ struct StatusLine: Equatable {
 /// line while it is drawn (`Console.out`/`err` route through `printAbove`).
 /// Thread-safe: the line is written under a lock; the service is read
 /// outside it (its observers and logger may run under the service's locks).
-final class TerminalSession: @unchecked Sendable {
+final class TerminalSession: PlayerFrontend, Console.LinePrinter, @unchecked Sendable {
     enum KeyOutcome: Equatable { case handled, quit }
 
     /// The key help, as `?` shows it and `play --help` lists it.
@@ -136,6 +137,7 @@ final class TerminalSession: @unchecked Sendable {
         guard Terminal.isInteractive, Terminal.enterKeyMode() else { return nil }
         let session = TerminalSession(service: service, actions: actions)
         registryLock.withLock { current = session }
+        Console.setLinePrinter(session)
         session.watchSignals()
         return session
     }
@@ -144,6 +146,20 @@ final class TerminalSession: @unchecked Sendable {
         self.service = service
         self.actions = actions
     }
+
+    // MARK: As the player's frontend
+
+    /// Starts reading keys; each is acted on in the player's main loop (q
+    /// ends the queue as if it had played out).
+    func open(_ app: PlayerApplication) throws(CoreError) {
+        let inbox = app.inbox
+        startKeys { [self] key in inbox.post(.job { self.perform(key) == .quit ? .endQueue : .continue }) }
+    }
+
+    /// The terminal first, whatever stopping takes.
+    func interrupted() { finish() }
+
+    func shutdown() { finish() }
 
     // MARK: Keys
 
@@ -243,7 +259,7 @@ final class TerminalSession: @unchecked Sendable {
         let index = service.currentIndex
         let count = service.queue.count  // the queue may be edited while playing
         var status = StatusLine(
-            title: notice ?? current.map { actions.streamTitle(for: $0.url) ?? $0.title ?? QueuePlayer.fileName($0.url) } ?? "",
+            title: notice ?? current.map { actions.streamTitle(for: $0.url) ?? $0.title ?? ConsoleLines.fileName($0.url) } ?? "",
             artist: notice == nil ? current?.artist : nil,
             elapsed: service.currentTime(),
             total: duration.isFinite && duration > 0 ? duration : nil,
@@ -297,7 +313,12 @@ final class TerminalSession: @unchecked Sendable {
             return signalSources
         }
         sources.forEach { $0.cancel() }
-        Self.registryLock.withLock { if Self.current === self { Self.current = nil } }
+        Self.registryLock.withLock {
+            if Self.current === self {
+                Self.current = nil
+                Console.setLinePrinter(nil)
+            }
+        }
     }
 
     // MARK: Signals

@@ -1,6 +1,7 @@
 // swift-log for harmonia-play: `harmonia-play: LEVEL: message` on stderr
 // (stdout may carry JSON events or control replies, so logs never go there).
 import ArgumentParser
+import HarmoniaControl
 import Logging
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}

@@ -3,6 +3,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import HarmoniaControl
 
 /// The controlling terminal's modes while the player runs interactively.
 /// `enterKeyMode` saves stdin's termios and turns off canonical mode and

@@ -2,6 +2,7 @@
 // runs each case against a fresh DefaultPlaybackService on the real FFmpeg
 // adapters, a manual clock and a manual-paced null output.
 import Foundation
+import HarmoniaControl
 import HarmoniaCore
 import HarmoniaFFmpeg
 #if canImport(Glibc)
@@ -379,7 +380,7 @@ final class CaseRun {
         } catch {
             throw CaseFailure("reading the tags of \(url): \(error)")
         }
-        let actual = InfoCommand.fields(url: url, tags: read.tags, stream: read.stream)
+        let actual = EventJSON.info(url: url, tags: read.tags, stream: read.stream)
         var mismatches: [String] = []
         for (key, value) in wanted {
             if key == "artworkData" { throw CaseFailure("artworkData cannot be compared; use artworkBytes (its size)") }

@@ -1,6 +1,7 @@
 // harmonia-play vectors: runs test-vector files against the playback service.
 import ArgumentParser
 import Foundation
+import HarmoniaControl
 import HarmoniaCore
 #if canImport(Glibc)
 import Glibc

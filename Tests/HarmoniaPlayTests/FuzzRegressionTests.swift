@@ -4,6 +4,7 @@
 // same entry function libFuzzer calls, so a fixed crash cannot come back.
 // A trap here ends the test process: the input is named on stderr first.
 import Foundation
+import HarmoniaControl
 @testable import harmonia_play
 import HarmoniaTestSupport
 import Testing

@@ -5,12 +5,17 @@ import Glibc
 import Musl
 #endif
 
-/// An `AudioOutputPort` that writes what it is given, as fast as it is given:
-/// a WAV file (IEEE float32) when the path ends in `.wav`, raw interleaved
-/// float32 little-endian otherwise (`/dev/null` works). It is how scripts and
-/// tests check the end-to-end output without a sound server.
+/// An `AudioOutputPort` that writes what it plays to a file: a WAV file (IEEE
+/// float32) when the path ends in `.wav`, raw interleaved float32
+/// little-endian otherwise (`/dev/null` works). It is how scripts and tests
+/// check the end-to-end output without a sound server.
 ///
-/// `write` blocks on the disk (it is a file, not a device). The WAV header's
+/// Unpaced (the default), it writes what it is given as fast as it is given:
+/// `write` blocks on the disk. Paced by a clock (`pacedBy:`), it plays like a
+/// device: frames wait in a ring and a consumer thread writes one period per
+/// period of the clock (a `NullAudioOutput` in `.realTime` pace with this
+/// file as its sink), so positions are heard positions, a flush drops what
+/// was not yet played, and the file holds exactly what was heard. The WAV header's
 /// sizes are written when the output stops (or is released); until then they
 /// say "unknown" (0xFFFFFFFF), which readers take as "to the end of the file".
 /// A second `configure` with another format throws: one file, one format.
@@ -32,17 +37,28 @@ public final class FileAudioOutput: AudioOutputPort, @unchecked Sendable {
     private var volume: Float = 1
     private var scratch: UnsafeMutablePointer<Float>?
     private var scratchFrames = 0
+    /// Paced: the device-like player of the frames (set once, in init).
+    private var pacer: NullAudioOutput?
 
     /// Creates the output. Nothing is opened yet: the first `configure`
     /// creates or truncates the file. A path ending in `.wav`
     /// (any case) gets a WAV header; any other path gets raw float32.
-    public init(path: String) {
+    /// - Parameter clock: paces the output in real time when given.
+    public init(path: String, pacedBy clock: (any ClockPort)? = nil) {
         self.path = path
         isWAV = path.lowercased().hasSuffix(".wav")
         events = hub.stream()
+        if let clock {
+            let pacer = NullAudioOutput(pace: .realTime(clock), periodFrames: 1024, ringFrames: 16384) { [weak self] samples, frames, _ in
+                self?.append(samples, frameCount: frames)
+            }
+            pacer.observe { [hub] in hub.emit($0) }
+            self.pacer = pacer
+        }
     }
 
     deinit {
+        pacer?.stop()
         lock.withLock { closeFile() }
         scratch?.deallocate()
         hub.finish()
@@ -75,6 +91,7 @@ public final class FileAudioOutput: AudioOutputPort, @unchecked Sendable {
                 }
             }
         }
+        try pacer?.configure(sampleRate: sampleRate, channels: channels)
     }
 
     public func start() throws(CoreError) {
@@ -83,25 +100,51 @@ public final class FileAudioOutput: AudioOutputPort, @unchecked Sendable {
             running = true
             paused = false
         }
+        try pacer?.start()
     }
 
     /// Stops and finishes the file (WAV sizes written). Idempotent.
     public func stop() {
+        pacer?.stop()
         lock.withLock {
             running = false
             finishHeader()
         }
     }
 
-    public func pause() { lock.withLock { paused = true } }
-    public func resume() { lock.withLock { paused = false } }
-    /// Nothing is queued: every accepted frame is already in the file.
-    public func flush() {}
-    public func drain() { lock.withLock { finishHeader() } }
+    public func pause() {
+        lock.withLock { paused = true }
+        pacer?.pause()
+    }
+
+    public func resume() {
+        lock.withLock { paused = false }
+        pacer?.resume()
+    }
+
+    /// Unpaced, nothing is queued: every accepted frame is already in the
+    /// file. Paced, the frames not yet played are dropped.
+    public func flush() { pacer?.flush() }
+
+    public func drain() {
+        pacer?.drain()
+        lock.withLock { finishHeader() }
+    }
 
     public func write(_ frames: UnsafePointer<Float>, frameCount: Int) -> Int {
+        if let pacer {
+            guard lock.withLock({ running && !paused }) else { return 0 }
+            return pacer.write(frames, frameCount: frameCount)
+        }
+        return append(frames, frameCount: frameCount, whenRunning: true)
+    }
+
+    /// Writes `frameCount` frames to the file at the volume (unpaced: from
+    /// `write`, only while running; paced: what the pacer played).
+    @discardableResult
+    private func append(_ frames: UnsafePointer<Float>, frameCount: Int, whenRunning: Bool = false) -> Int {
         lock.withLock {
-            guard running, !paused, let format, fd >= 0, frameCount > 0 else { return 0 }
+            guard !whenRunning || (running && !paused), let format, fd >= 0, frameCount > 0 else { return 0 }
             let samples = frameCount * format.channels
             var source = frames
             if volume != 1 {
@@ -125,8 +168,8 @@ public final class FileAudioOutput: AudioOutputPort, @unchecked Sendable {
     }
 
     public func setVolume(_ volume: Float) { lock.withLock { self.volume = min(max(volume, 0), 1) } }
-    public var framesPlayed: Int64 { lock.withLock { written } }
-    public var underrunCount: Int { 0 }
+    public var framesPlayed: Int64 { pacer?.framesPlayed ?? lock.withLock { written } }
+    public var underrunCount: Int { pacer?.underrunCount ?? 0 }
 
     // MARK: Internals (called with `lock` held)
 

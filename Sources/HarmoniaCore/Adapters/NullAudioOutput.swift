@@ -26,12 +26,18 @@ public final class NullAudioOutput: AudioOutputPort, @unchecked Sendable {
         case manual
     }
 
+    /// Receives what a `.realTime` output plays, period by period, on its
+    /// consumer thread: `frames × channels` interleaved floats, valid for the
+    /// call only. The paced file output writes them to its file.
+    public typealias Sink = @Sendable (_ samples: UnsafePointer<Float>, _ frames: Int, _ channels: Int) -> Void
+
     public let events: AsyncStream<AudioOutputEvent>
     public func observe(_ handler: @escaping @Sendable (AudioOutputEvent) -> Void) { hub.observe(handler) }
     private let hub = EventHub<AudioOutputEvent>()
     private let pace: Pace
     private let periodFrames: Int
     private let ringFrames: Int
+    private let sink: Sink?
 
     private let lock = ConditionLock()
     // Guarded by `lock`.
@@ -60,10 +66,12 @@ public final class NullAudioOutput: AudioOutputPort, @unchecked Sendable {
     ///   - pace: how the output consumes what it is given (`Pace`).
     ///   - periodFrames: frames consumed per period in real-time pace.
     ///   - ringFrames: ring capacity (rounded up to a power of two).
-    public init(pace: Pace, periodFrames: Int = 1024, ringFrames: Int = 16384) {
+    ///   - sink: what the frames played go to (`.realTime` pace only).
+    public init(pace: Pace, periodFrames: Int = 1024, ringFrames: Int = 16384, sink: Sink? = nil) {
         self.pace = pace
         self.periodFrames = periodFrames
         self.ringFrames = ringFrames
+        self.sink = sink
         events = hub.stream()
     }
 
@@ -222,15 +230,17 @@ public final class NullAudioOutput: AudioOutputPort, @unchecked Sendable {
             deadline += periodNanoseconds
             clock.sleep(until: deadline)
             var event: AudioOutputEvent?
+            var got = 0
             lock.withLock {
                 guard self.generation == generation else { return }
                 guard !paused, pauses == pausesBefore else {
                     deadline = clock.now()
                     return
                 }
-                let got = ring.read(into: scratch, frames: periodFrames)
+                got = ring.read(into: scratch, frames: periodFrames)
                 event = account(played: got, of: periodFrames, ring: ring)
             }
+            if got > 0, let sink { sink(scratch, got, ring.channels) }
             if let event { hub.emit(event) }
         }
     }

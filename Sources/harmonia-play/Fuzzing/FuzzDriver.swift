@@ -8,6 +8,7 @@
 // -fork and -jobs inherit it). Every other argument is libFuzzer's.
 #if FUZZING
 import CLibFuzzer
+import HarmoniaControl
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -6,6 +6,7 @@
 // crasher cannot come back unnoticed. A target's finding is a trap: a Swift
 // runtime trap in our code, an ASan report, or one of the invariants below.
 import Foundation
+import HarmoniaControl
 import HarmoniaCore
 import HarmoniaFFmpeg
 
@@ -149,7 +150,7 @@ enum FuzzTargets {
     /// Everything the player does with a file's tags: `info` in both forms and the ReplayGain factor.
     private static func use(tags: TagBundle, stream: StreamInfo) {
         _ = InfoCommand.readable(url: inputName, tags: tags, stream: stream)
-        _ = JSONValue.object(InfoCommand.fields(url: inputName, tags: tags, stream: stream)).serialized
+        _ = JSONValue.object(EventJSON.info(url: inputName, tags: tags, stream: stream)).serialized
         for mode in [ReplayGainMode.track, .album] {
             _ = ReplayGainSettings(mode: mode, preampDB: 0, preventClipping: true).linearGain(for: tags)
         }

@@ -118,6 +118,35 @@ struct FileAudioOutputTests {
         #expect(decoded == samples)
     }
 
+    @Test("paced by a clock: a period of frames reaches the file per period of clock time; a flush drops what was not played")
+    func paced() throws {
+        let path = temporary("paced.f32")
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let clock = ManualClock(start: 1_000_000)
+        let period: UInt64 = 1024 * 1_000_000_000 / 48000 + 1   // one 1024-frame period at 48 kHz, rounded up
+        let output = FileAudioOutput(path: path, pacedBy: clock)
+        try output.configure(sampleRate: 48000, channels: 1)
+        let samples: [Float] = (0..<3000).map { Float($0) / 4096 }
+        #expect(output.write(samples, frameCount: 3000) == 0)      // not before start, as unpaced
+        try output.start()
+        output.setVolume(0.5)
+        #expect(output.write(samples, frameCount: 3000) == 3000)   // into the ring, not yet the file
+        clock.waitForSleepers(1)
+        #expect(output.framesPlayed == 0)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)).isEmpty)
+        clock.step(by: period)
+        #expect(output.framesPlayed == 1024)
+        clock.step(by: period)
+        #expect(output.framesPlayed == 2048)
+        output.flush()                                              // 952 frames never heard
+        clock.step(by: period)
+        #expect(output.framesPlayed == 2048)
+        output.stop()
+        let written = try Data(contentsOf: URL(fileURLWithPath: path))
+        let expected = samples[..<2048].map { $0 * 0.5 }
+        #expect(written == expected.withUnsafeBytes { Data($0) })
+    }
+
     @Test("raw: float32 little-endian bytes, nothing else; /dev/null works")
     func raw() throws {
         let path = temporary("out.f32")

@@ -4,21 +4,40 @@ import HarmoniaCore
 import Glibc
 #endif
 
-enum Console {
+/// The player's lines for people and scripts on stdout and stderr.
+///
+/// Threads: any; a line is written whole (one `write` loop per line).
+public enum Console {
+    /// Something drawn on the terminal that lines must go above (the
+    /// interactive status line), or nil.
+    public protocol LinePrinter: AnyObject, Sendable {
+        /// Writes `text` to `fd` above what it draws.
+        func printAbove(_ fd: Int32, _ text: String)
+    }
+
+    private static let lock = ConditionLock()
+    // Guarded by `lock`.
+    nonisolated(unsafe) private static weak var printer: (any LinePrinter)?
+
+    /// Routes lines through `printer` while it lives (nil: straight to the descriptor).
+    public static func setLinePrinter(_ printer: (any LinePrinter)?) {
+        lock.withLock { self.printer = printer }
+    }
+
     /// Writes `text` and a newline to stdout.
-    static func out(_ text: String) { line(1, text + "\n") }
+    public static func out(_ text: String) { line(1, text + "\n") }
 
     /// Writes `text` and a newline to stderr.
-    static func err(_ text: String) { line(2, text + "\n") }
+    public static func err(_ text: String) { line(2, text + "\n") }
 
     /// Above the status line while one is drawn, so that neither garbles the other.
     private static func line(_ fd: Int32, _ text: String) {
-        if let session = TerminalSession.active { session.printAbove(fd, text) } else { writeAll(fd, text) }
+        if let printer = lock.withLock({ printer }) { printer.printAbove(fd, text) } else { writeAll(fd, text) }
     }
 
     /// Reports a failed input the way every subcommand does, on one line
     /// whatever the name holds (`oneLine`).
-    static func report(_ path: String, _ error: CoreError) {
+    public static func report(_ path: String, _ error: CoreError) {
         err("harmonia-play: \(oneLine(path)): \(error.category.rawValue): \(oneLine(error.message))")
     }
 
@@ -26,7 +45,7 @@ enum Console {
     /// specs/inputs.md §Inputs (Names) says: `\n`, `\r`, `\t`, other control characters (C0, DEL, C1) as
     /// `\xNN` (C1 as their code point), a byte that is not UTF-8 (PathBytes'
     /// escape) as `\xNN` of the byte, and `\` as `\\`. Other text unchanged.
-    static func oneLine(_ text: String) -> String {
+    public static func oneLine(_ text: String) -> String {
         guard text.unicodeScalars.contains(where: needsEscape) else { return text }
         var escaped = ""
         for scalar in text.unicodeScalars {
@@ -58,14 +77,14 @@ enum Console {
     }
 
     /// Writes every byte of `text` to `fd` (retrying short writes and EINTR).
-    static func writeAll(_ fd: Int32, _ text: String) {
+    public static func writeAll(_ fd: Int32, _ text: String) {
         var text = text
         text.withUTF8 { bytes in _ = writeAll(fd, UnsafeRawBufferPointer(bytes)) }
     }
 
     /// Writes every byte of `bytes` to `fd`. Returns false on an error.
     @discardableResult
-    static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
+    public static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
         var offset = 0
         while offset < bytes.count {
             let n = write(fd, bytes.baseAddress! + offset, bytes.count - offset)

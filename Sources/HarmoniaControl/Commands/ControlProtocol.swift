@@ -3,45 +3,45 @@
 import HarmoniaCore
 
 /// Why a request failed: a `CoreError` category, `invalidRequest` or `unknownCommand`.
-struct ControlFailure: Error {
-    let code: String
-    let message: String
+public struct ControlFailure: Error {
+    public let code: String
+    public let message: String
 
-    static func invalidRequest(_ message: String) -> ControlFailure { ControlFailure(code: "invalidRequest", message: message) }
-    static func unknownCommand(_ name: String) -> ControlFailure {
+    public static func invalidRequest(_ message: String) -> ControlFailure { ControlFailure(code: "invalidRequest", message: message) }
+    public static func unknownCommand(_ name: String) -> ControlFailure {
         ControlFailure(code: "unknownCommand", message: "unknown command '\(name.count > 60 ? String(name.prefix(57)) + "..." : name)'")
     }
-    init(code: String, message: String) {
+    public init(code: String, message: String) {
         self.code = code
         self.message = message
     }
-    init(_ error: CoreError) {
+    public init(_ error: CoreError) {
         self.init(code: error.category.rawValue, message: error.message)
     }
 }
 
 /// One well-formed request: `{"message_id": ID, "command": NAME, "args": {...}}`.
-struct ControlRequest {
+public struct ControlRequest {
     /// An integer or a string, echoed in the reply.
-    let id: JSONValue
-    let command: String
-    let args: ControlArgs
+    public let id: JSONValue
+    public let command: String
+    public let args: ControlArgs
 }
 
-enum ControlProtocol {
+public enum ControlProtocol {
     /// Longer lines are refused (invalidRequest) without being parsed.
-    static let maxLineBytes = 1 << 20
+    public static let maxLineBytes = 1 << 20
     /// Deeper nesting of arrays and objects is refused before parsing.
-    static let maxDepth = 32
+    public static let maxDepth = 32
 
     /// Reads one line (without its newline). On failure, the id to reply
     /// with (null when it could not be read) and why.
-    enum Parsed {
+    public enum Parsed {
         case request(ControlRequest)
         case invalid(id: JSONValue, ControlFailure)
     }
 
-    static func parse(_ line: [UInt8]) -> Parsed {
+    public static func parse(_ line: [UInt8]) -> Parsed {
         func fail(_ id: JSONValue, _ message: String) -> Parsed {
             .invalid(id: id, .invalidRequest(message))
         }
@@ -74,7 +74,7 @@ enum ControlProtocol {
     }
 
     /// The deepest nesting of `[` and `{` outside strings.
-    static func nestingDepth(_ bytes: [UInt8]) -> Int {
+    public static func nestingDepth(_ bytes: [UInt8]) -> Int {
         var depth = 0, deepest = 0, inString = false, escaped = false
         for byte in bytes {
             if inString {
@@ -96,36 +96,36 @@ enum ControlProtocol {
     }
 
     /// `{"message_id": ID, "result": RESULT}`.
-    static func reply(_ id: JSONValue, result: JSONValue) -> JSONValue {
+    public static func reply(_ id: JSONValue, result: JSONValue) -> JSONValue {
         .object([("message_id", id), ("result", result)])
     }
 
     /// `{"message_id": ID, "error_code": CODE, "error": MESSAGE}`.
-    static func reply(_ id: JSONValue, failure: ControlFailure) -> JSONValue {
+    public static func reply(_ id: JSONValue, failure: ControlFailure) -> JSONValue {
         .object([("message_id", id), ("error_code", .string(failure.code)), ("error", .string(failure.message))])
     }
 }
 
 /// A request's `args`, read with typed accessors that fail as invalidRequest.
-struct ControlArgs {
-    let value: JSONValue
+public struct ControlArgs {
+    public let value: JSONValue
 
-    init(_ value: JSONValue) { self.value = value }
+    public init(_ value: JSONValue) { self.value = value }
 
-    func has(_ key: String) -> Bool { value[key] != nil && value[key] != .null }
+    public func has(_ key: String) -> Bool { value[key] != nil && value[key] != .null }
 
-    func number(_ key: String) throws(ControlFailure) -> Double {
+    public func number(_ key: String) throws(ControlFailure) -> Double {
         guard let v = value[key], v != .null else { throw .invalidRequest("'\(key)' is missing") }
         guard let n = v.number else { throw .invalidRequest("'\(key)' must be a number; got \(v.brief)") }
         guard n.isFinite else { throw ControlFailure(.invalidArgument("'\(key)' must be finite")) }
         return n
     }
 
-    func optionalNumber(_ key: String) throws(ControlFailure) -> Double? {
+    public func optionalNumber(_ key: String) throws(ControlFailure) -> Double? {
         has(key) ? try number(key) : nil
     }
 
-    func int(_ key: String) throws(ControlFailure) -> Int {
+    public func int(_ key: String) throws(ControlFailure) -> Int {
         guard let v = value[key], v != .null else { throw .invalidRequest("'\(key)' is missing") }
         switch v {
         case .int(let i) where i >= Int64(Int32.min) && i <= Int64(Int32.max): return Int(i)
@@ -135,21 +135,21 @@ struct ControlArgs {
         }
     }
 
-    func optionalInt(_ key: String) throws(ControlFailure) -> Int? {
+    public func optionalInt(_ key: String) throws(ControlFailure) -> Int? {
         has(key) ? try int(key) : nil
     }
 
-    func string(_ key: String) throws(ControlFailure) -> String {
+    public func string(_ key: String) throws(ControlFailure) -> String {
         guard let v = value[key], v != .null else { throw .invalidRequest("'\(key)' is missing") }
         guard case .string(let s) = v else { throw .invalidRequest("'\(key)' must be a string; got \(v.brief)") }
         return s
     }
 
-    func optionalString(_ key: String) throws(ControlFailure) -> String? {
+    public func optionalString(_ key: String) throws(ControlFailure) -> String? {
         has(key) ? try string(key) : nil
     }
 
-    func bool(_ key: String) throws(ControlFailure) -> Bool {
+    public func bool(_ key: String) throws(ControlFailure) -> Bool {
         guard let v = value[key], v != .null else { throw .invalidRequest("'\(key)' is missing") }
         guard case .bool(let b) = v else { throw .invalidRequest("'\(key)' must be true or false; got \(v.brief)") }
         return b

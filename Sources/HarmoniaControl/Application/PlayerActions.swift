@@ -5,8 +5,8 @@ import HarmoniaCore
 /// Actions on a playback service as a person or a script asks for them:
 /// relative seeks clamped to the track, volume in percent, mute, toggle.
 /// Thread-safe (the service is; the remembered mute volume is locked).
-final class PlayerActions: @unchecked Sendable {
-    let service: DefaultPlaybackService
+public final class PlayerActions: @unchecked Sendable {
+    public let service: DefaultPlaybackService
     private let lock = ConditionLock()
     // Guarded by `lock`: the volume to restore when unmuting.
     private var volumeBeforeMute: Float?
@@ -14,16 +14,16 @@ final class PlayerActions: @unchecked Sendable {
     private var streamTitles: [(url: String, title: String)] = []
 
     /// Fresh links a control client gives (`renew`); nil without a control channel.
-    let renewals: LinkRenewals?
+    public let renewals: LinkRenewals?
 
-    init(service: DefaultPlaybackService, renewals: LinkRenewals? = nil) {
+    public init(service: DefaultPlaybackService, renewals: LinkRenewals? = nil) {
         self.service = service
         self.renewals = renewals
     }
 
     /// Plays; from stopped (or after an error), starts the current entry
     /// (or the first) again.
-    func play() throws(CoreError) {
+    public func play() throws(CoreError) {
         switch service.state {
         case .stopped, .error:
             try service.jump(to: service.currentIndex ?? 0)
@@ -34,7 +34,7 @@ final class PlayerActions: @unchecked Sendable {
     }
 
     /// Pauses when playing, plays when paused; from stopped, starts the queue.
-    func toggle() throws(CoreError) {
+    public func toggle() throws(CoreError) {
         switch service.state {
         case .playing, .buffering: try service.pause()
         case .paused, .stopped, .error: try play()
@@ -42,7 +42,7 @@ final class PlayerActions: @unchecked Sendable {
     }
 
     /// Adds `url` to the end of the queue and plays it.
-    func open(url: String) throws(CoreError) {
+    public func open(url: String) throws(CoreError) {
         let track = Track(url: url)
         service.enqueue([track])
         guard let index = service.queue.firstIndex(where: { $0.id == track.id }) else { return }
@@ -52,25 +52,25 @@ final class PlayerActions: @unchecked Sendable {
 
     /// Seeks `delta` seconds from the heard position, clamped to the track
     /// (a seek past the end lands on the end, which plays on to the next track).
-    func seek(by delta: Double) throws(CoreError) {
+    public func seek(by delta: Double) throws(CoreError) {
         let target = min(max(service.currentTime() + delta, 0), service.duration())
         try service.seek(to: target)
     }
 
     /// Volume in percent, 0–100 (clamped); unmutes.
-    func setVolume(percent: Double) {
+    public func setVolume(percent: Double) {
         lock.withLock { volumeBeforeMute = nil }
         service.setVolume(Float(min(max(percent, 0), 100) / 100))
     }
 
     /// Changes the volume by `delta` percent (from the muted level's volume when muted).
-    func changeVolume(by delta: Double) {
+    public func changeVolume(by delta: Double) {
         let base = lock.withLock { volumeBeforeMute } ?? service.volume
         setVolume(percent: Double(base) * 100 + delta)
     }
 
     /// Mutes, or restores the volume from before muting.
-    func toggleMute() {
+    public func toggleMute() {
         let restore = lock.withLock { () -> Float? in
             defer { volumeBeforeMute = volumeBeforeMute == nil ? service.volume : nil }
             return volumeBeforeMute
@@ -78,13 +78,13 @@ final class PlayerActions: @unchecked Sendable {
         service.setVolume(restore ?? 0)
     }
 
-    var isMuted: Bool { lock.withLock { volumeBeforeMute != nil } }
+    public var isMuted: Bool { lock.withLock { volumeBeforeMute != nil } }
 
     /// The volume in whole percent, as shown and reported.
-    var volumePercent: Int { Int((service.volume * 100).rounded()) }
+    public var volumePercent: Int { Int((service.volume * 100).rounded()) }
 
     /// A radio's title the listener now hears (a `stream_title` event).
-    func noteStreamTitle(_ title: String, url: String) {
+    public func noteStreamTitle(_ title: String, url: String) {
         lock.withLock {
             streamTitles.removeAll { $0.url == url }
             streamTitles.append((url, title))
@@ -93,7 +93,7 @@ final class PlayerActions: @unchecked Sendable {
     }
 
     /// The title the listener hears on the radio at `url`, if it sent one.
-    func streamTitle(for url: String) -> String? {
+    public func streamTitle(for url: String) -> String? {
         lock.withLock { streamTitles.last { $0.url == url }?.title }
     }
 }

@@ -9,27 +9,38 @@ import Glibc
 
 /// A first-in first-out inbox that any thread posts to and one thread takes
 /// from, blocking on a condition until something arrives (no polling).
-final class EventInbox: @unchecked Sendable {
-    enum Item {
+public final class EventInbox: @unchecked Sendable {
+    public enum Item: Sendable {
         case event(PlaybackEvent)
         /// SIGINT or SIGTERM arrived.
         case signal(Int32)
-        /// A control-protocol request, or the end of a client's input.
-        case control(ControlMessage)
-        /// A key pressed in the terminal (interactive play).
-        case key(Key)
-        /// A desktop client's MPRIS `Quit` (DesktopSession).
+        /// A frontend's work, run on the main loop (a control request, a key,
+        /// the desktop's Quit); what it returns tells the loop how to go on.
+        case job(@Sendable () -> JobOutcome)
+    }
+
+    /// What the main loop does after a job.
+    public enum JobOutcome: Sendable {
+        case `continue`
+        /// Stop playback and end the run (`quit`).
         case quit
+        /// Stop playback and end as if the queue had played out (the terminal's q).
+        case endQueue
+        /// A source of commands ended (standard input): end when nothing else
+        /// waits to send commands and nothing is playing.
+        case inputClosed
     }
 
     private let lock = ConditionLock()
     // Guarded by `lock`.
     private var items: [Item] = []
     private var head = 0
+    public init() {}
+
     private var signalSources: [DispatchSourceSignal] = []
 
     /// Adds `item`; never blocks for long (safe from the service's observer).
-    func post(_ item: Item) {
+    public func post(_ item: Item) {
         lock.withLock {
             items.append(item)
             lock.broadcast()
@@ -37,7 +48,7 @@ final class EventInbox: @unchecked Sendable {
     }
 
     /// The oldest item, waiting until there is one.
-    func take() -> Item {
+    public func take() -> Item {
         lock.withLock {
             while head == items.count { lock.wait() }
             let item = items[head]
@@ -55,7 +66,7 @@ final class EventInbox: @unchecked Sendable {
     /// what must happen even while the taking thread is held up.
     /// Returns once the sources are registered: until then an ignored signal
     /// would be lost (libdispatch registers them asynchronously).
-    func catchTerminationSignals(also: @escaping @Sendable (Int32) -> Void = { _ in }) {
+    public func catchTerminationSignals(also: @escaping @Sendable (Int32) -> Void = { _ in }) {
         var sources: [DispatchSourceSignal] = []
         let registered = DispatchSemaphore(value: 0)
         for signo in [SIGINT, SIGTERM] {

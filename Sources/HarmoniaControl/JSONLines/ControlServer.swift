@@ -10,7 +10,7 @@ import Glibc
 #endif
 
 /// What a transport hands to the main loop.
-enum ControlMessage {
+public enum ControlMessage: Sendable {
     /// One request line, without its newline.
     case line(ControlClient, [UInt8])
     /// A line longer than `ControlProtocol.maxLineBytes` (discarded up to its newline).
@@ -27,11 +27,11 @@ enum ControlMessage {
 /// `maxOutboxBytes` (it does not read its replies) is dropped. Its input
 /// ending (a half-close) does not end its output: the replies to what it
 /// sent go out first (`finishWriting`), then the connection closes.
-final class ControlClient: @unchecked Sendable {
+public final class ControlClient: @unchecked Sendable {
     /// The stdin/stdout client, or a socket's.
-    let isStdin: Bool
+    public let isStdin: Bool
     /// Replies and events a socket client has not read yet, at most.
-    static let maxOutboxBytes = 1 << 20
+    public static let maxOutboxBytes = 1 << 20
     private let lock = ConditionLock()
     // Guarded by `lock`: -1 once closed or dropped.
     private var writeFD: Int32
@@ -48,7 +48,7 @@ final class ControlClient: @unchecked Sendable {
     private let onEnd: (@Sendable () -> Void)?
     private var threadsRunning = 0
 
-    init(writeFD: Int32, isStdin: Bool, onEnd: (@Sendable () -> Void)? = nil) {
+    public init(writeFD: Int32, isStdin: Bool, onEnd: (@Sendable () -> Void)? = nil) {
         self.writeFD = writeFD
         self.isStdin = isStdin
         self.onEnd = onEnd
@@ -57,7 +57,7 @@ final class ControlClient: @unchecked Sendable {
     /// Writes (stdin client) or queues (socket client) one line; false when
     /// the client is gone. Never blocks on a socket client.
     @discardableResult
-    func send(_ text: String) -> Bool {
+    public func send(_ text: String) -> Bool {
         var line = text + "\n"
         return lock.withLock {
             guard writeFD >= 0 else { return false }
@@ -88,7 +88,7 @@ final class ControlClient: @unchecked Sendable {
     }
 
     /// The client's input ended: its writer ends after sending what is queued.
-    func finishWriting() {
+    public func finishWriting() {
         lock.withLock {
             finishing = true
             lock.broadcast()
@@ -97,7 +97,7 @@ final class ControlClient: @unchecked Sendable {
 
     /// Starts the socket client's writer thread. `fd` stays open until both
     /// the reader (which calls `threadEnded` itself) and the writer end.
-    func startWriter(fd: Int32) {
+    public func startWriter(fd: Int32) {
         lock.withLock { threadsRunning = 2 }
         let thread = Thread { [self] in
             nameCurrentThread("control.writer")
@@ -109,7 +109,7 @@ final class ControlClient: @unchecked Sendable {
     }
 
     /// One of the socket client's two threads ended; the last closes `fd`.
-    func threadEnded(_ fd: Int32) {
+    public func threadEnded(_ fd: Int32) {
         let last = lock.withLock { () -> Bool in
             threadsRunning -= 1
             return threadsRunning == 0
@@ -155,7 +155,7 @@ final class ControlClient: @unchecked Sendable {
     /// Waits until everything queued is sent, the client is gone, or
     /// `deadline` (monotonic seconds) passes: the last replies (a `quit`'s)
     /// go out before the process exits.
-    func drain(until deadline: Double) {
+    public func drain(until deadline: Double) {
         lock.withLock {
             while writeFD >= 0 && outboxStart < outbox.count {
                 let left = deadline - monotonicNow()
@@ -166,7 +166,7 @@ final class ControlClient: @unchecked Sendable {
     }
 
     /// Waits until fewer than `maxInFlight` messages of this client await handling; counts one more.
-    func acquireSlot() {
+    public func acquireSlot() {
         lock.withLock {
             while inFlight >= Self.maxInFlight { lock.wait() }
             inFlight += 1
@@ -174,7 +174,7 @@ final class ControlClient: @unchecked Sendable {
     }
 
     /// One message was handled.
-    func releaseSlot() {
+    public func releaseSlot() {
         lock.withLock {
             inFlight -= 1
             lock.broadcast()
@@ -197,20 +197,20 @@ final class ControlClient: @unchecked Sendable {
 }
 
 /// Where requests come from.
-enum ControlTransport: Equatable {
+public enum ControlTransport: Equatable {
     case stdin
     case unix(path: String)
 
     /// `stdin` or `unix:PATH`.
-    init?(argument: String) {
+    public init?(argument: String) {
         if argument == "stdin" { self = .stdin }
         else if argument.hasPrefix("unix:"), argument.count > 5 { self = .unix(path: String(argument.dropFirst(5))) }
         else { return nil }
     }
 }
 
-final class ControlServer: @unchecked Sendable {
-    let transport: ControlTransport
+public final class ControlServer: @unchecked Sendable {
+    public let transport: ControlTransport
     private let lock = ConditionLock()
     // Guarded by `lock`.
     /// By descriptor (the stdin client under 0).
@@ -218,12 +218,12 @@ final class ControlServer: @unchecked Sendable {
     private var listenFD: Int32 = -1
     private var post: (@Sendable (ControlMessage) -> Void)?
 
-    init(transport: ControlTransport) {
+    public init(transport: ControlTransport) {
         self.transport = transport
     }
 
     /// Creates the socket (connections wait in its backlog until `start`).
-    func open() throws(CoreError) {
+    public func open() throws(CoreError) {
         guard case .unix(let path) = transport else { return }
         let fd = try Self.listen(path: path)
         lock.withLock { listenFD = fd }
@@ -231,7 +231,7 @@ final class ControlServer: @unchecked Sendable {
 
     /// Starts the reader threads (and accepting, after `open`); `post`
     /// receives every line in order per client.
-    func start(post: @escaping @Sendable (ControlMessage) -> Void) {
+    public func start(post: @escaping @Sendable (ControlMessage) -> Void) {
         lock.withLock { self.post = post }
         switch transport {
         case .stdin:
@@ -248,13 +248,13 @@ final class ControlServer: @unchecked Sendable {
     }
 
     /// Sends `text` to every client.
-    func broadcast(_ text: String) {
+    public func broadcast(_ text: String) {
         for client in lock.withLock({ Array(clients.values) }) { client.send(text) }
     }
 
     /// Stops listening and removes the socket file, after giving each
     /// client up to `drainSeconds` (in all) to receive what is queued for it.
-    func shutdown(drainSeconds: Double = 1) {
+    public func shutdown(drainSeconds: Double = 1) {
         guard case .unix(let path) = transport else { return }
         let deadline = monotonicNow() + drainSeconds
         for client in lock.withLock({ Array(clients.values) }) { client.drain(until: deadline) }
@@ -349,7 +349,7 @@ final class ControlServer: @unchecked Sendable {
     }
 
     /// A listening socket at `path`, mode 0600; a stale socket file there is replaced.
-    static func listen(path: String) throws(CoreError) -> Int32 {
+    public static func listen(path: String) throws(CoreError) -> Int32 {
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         let capacity = MemoryLayout.size(ofValue: address.sun_path)

@@ -1,7 +1,7 @@
 // Console.oneLine: error lines stay one line (specs/inputs.md, Names).
 import HarmoniaCore
 import Testing
-@testable import harmonia_play
+import HarmoniaControl
 
 @Suite("one-line escaping (units)")
 struct OneLineTests {

@@ -4,7 +4,7 @@
 import Foundation
 
 /// A JSON value whose objects keep their keys in insertion order.
-enum JSONValue: Equatable {
+public enum JSONValue: Equatable {
     case string(String)
     case int(Int64)
     case double(Double)
@@ -13,10 +13,10 @@ enum JSONValue: Equatable {
     case array([JSONValue])
     case object([(String, JSONValue)])
 
-    static func == (a: JSONValue, b: JSONValue) -> Bool { a.serialized == b.serialized }
+    public static func == (a: JSONValue, b: JSONValue) -> Bool { a.serialized == b.serialized }
 
     /// Compact JSON text on one line.
-    var serialized: String {
+    public var serialized: String {
         var out = ""
         write(to: &out)
         return out
@@ -72,7 +72,7 @@ enum JSONValue: Equatable {
 extension JSONValue: Decodable {
     /// Any JSON text. Object keys come back sorted (JSON gives them no order
     /// a reader may rely on).
-    init(from decoder: any Decoder) throws {
+    public init(from decoder: any Decoder) throws {
         let c = try decoder.singleValueContainer()
         if c.decodeNil() {
             self = .null
@@ -93,20 +93,20 @@ extension JSONValue: Decodable {
     }
 
     /// Parses UTF-8 JSON text.
-    static func parse(_ data: [UInt8]) throws -> JSONValue {
+    public static func parse(_ data: [UInt8]) throws -> JSONValue {
         try JSONDecoder().decode(JSONValue.self, from: Data(data))
     }
 
     /// The member `key` of an object; nil for a missing key or a non-object.
-    subscript(key: String) -> JSONValue? {
+    public subscript(key: String) -> JSONValue? {
         guard case .object(let members) = self else { return nil }
         return members.first { $0.0 == key }?.1
     }
 
-    var string: String? { if case .string(let s) = self { s } else { nil } }
+    public var string: String? { if case .string(let s) = self { s } else { nil } }
 
     /// A number, integer or not.
-    var number: Double? {
+    public var number: Double? {
         switch self {
         case .int(let i): Double(i)
         case .double(let d): d
@@ -114,11 +114,11 @@ extension JSONValue: Decodable {
         }
     }
 
-    var array: [JSONValue]? { if case .array(let a) = self { a } else { nil } }
-    var isNull: Bool { self == .null }
+    public var array: [JSONValue]? { if case .array(let a) = self { a } else { nil } }
+    public var isNull: Bool { self == .null }
 
     /// The value as it was written, for messages.
-    var brief: String {
+    public var brief: String {
         let text = serialized
         return text.count > 60 ? String(text.prefix(57)) + "..." : text
     }

@@ -1,39 +1,37 @@
 // Control commands → the playback service and PlayerActions
 // — specs/control-protocol.md §Commands
 import HarmoniaCore
-import HarmoniaFFmpeg
 
 /// Executes requests, one at a time, on the player's main loop.
-final class ControlDispatcher {
-    let service: DefaultPlaybackService
-    let actions: PlayerActions
+public final class ControlDispatcher {
+    public let service: DefaultPlaybackService
+    public let actions: PlayerActions
     /// Reads a file's tags and stream facts for `info`.
     private let readInfo: (String) throws(CoreError) -> (tags: TagBundle, stream: StreamInfo)
 
     /// What a line led to: the reply to send, and whether the player must quit.
-    struct Outcome {
-        let reply: JSONValue
-        var quit = false
+    public struct Outcome {
+        public let reply: JSONValue
+        public var quit = false
     }
 
-    static let commands = [
+    public static let commands = [
         "play", "pause", "toggle", "stop", "seek", "volume", "mute", "next", "previous", "jump", "status",
         "queue/items", "queue/add", "queue/remove", "queue/move", "queue/clear", "repeat", "shuffle",
         "info", "renew", "quit",
     ]
 
-    /// - Parameter readInfo: what `info` reads a file with: FFmpeg's tag reader;
-    ///   the fuzz target gives one that opens nothing.
-    init(service: DefaultPlaybackService, actions: PlayerActions,
-         readInfo: @escaping (String) throws(CoreError) -> (tags: TagBundle, stream: StreamInfo)
-             = FFmpegTagReaderAdapter().readWithStreamInfo(url:)) {
+    /// - Parameter readInfo: what `info` reads a file with (the player gives
+    ///   FFmpeg's tag reader; the fuzz target one that opens nothing).
+    public init(service: DefaultPlaybackService, actions: PlayerActions,
+         readInfo: @escaping (String) throws(CoreError) -> (tags: TagBundle, stream: StreamInfo)) {
         self.service = service
         self.actions = actions
         self.readInfo = readInfo
     }
 
     /// Handles one request line: exactly one reply, whatever the line holds.
-    func handle(line: [UInt8]) -> Outcome {
+    public func handle(line: [UInt8]) -> Outcome {
         switch ControlProtocol.parse(line) {
         case .invalid(let id, let failure):
             return Outcome(reply: ControlProtocol.reply(id, failure: failure))
@@ -53,12 +51,12 @@ final class ControlDispatcher {
     }
 
     /// A line longer than the limit (not kept, so no id).
-    func tooLong() -> Outcome {
+    public func tooLong() -> Outcome {
         Outcome(reply: ControlProtocol.reply(.null, failure: .invalidRequest("the line is longer than \(ControlProtocol.maxLineBytes) bytes")))
     }
 
     /// Runs `command`; the result, or a failure (`ControlFailure` or the service's `CoreError`).
-    func execute(_ command: String, _ args: ControlArgs) throws -> JSONValue {
+    public func execute(_ command: String, _ args: ControlArgs) throws -> JSONValue {
         switch command {
         case "play":
             try actions.play()
@@ -159,7 +157,7 @@ final class ControlDispatcher {
                 throw CoreError.invalidState(("info: no 'uri' given and no current track"))
             }
             let (tags, stream) = try readInfo(url)
-            return .object(InfoCommand.fields(url: url, tags: tags, stream: stream))
+            return .object(EventJSON.info(url: url, tags: tags, stream: stream))
         case "renew":
             // A fresh link for a signed URL the server refused (after a `link_expired` event).
             let url = try args.string("url"), fresh = try args.string("new_url")
@@ -176,7 +174,7 @@ final class ControlDispatcher {
         }
     }
 
-    func status() -> JSONValue {
+    public func status() -> JSONValue {
         var members: [(String, JSONValue)]
         guard case .object(let state) = EventJSON.stateObject(service.state) else { return .null }
         members = state

@@ -2,14 +2,14 @@
 // control protocol — specs/control-protocol.md §Events
 import HarmoniaCore
 
-enum EventJSON {
+public enum EventJSON {
     /// `{"event": NAME, "data": {...}}`.
-    static func line(_ event: PlaybackEvent) -> JSONValue {
+    public static func line(_ event: PlaybackEvent) -> JSONValue {
         .object([("event", .string(event.name)), ("data", data(event))])
     }
 
     /// The event's fields.
-    static func data(_ event: PlaybackEvent) -> JSONValue {
+    public static func data(_ event: PlaybackEvent) -> JSONValue {
         switch event {
         case .stateChanged(let state):
             return stateObject(state)
@@ -36,7 +36,7 @@ enum EventJSON {
     }
 
     /// A network event's fields, with the URL of its track.
-    static func network(_ event: NetworkEvent, url: String) -> JSONValue {
+    public static func network(_ event: NetworkEvent, url: String) -> JSONValue {
         func optional(_ s: String?) -> JSONValue { s.map(JSONValue.string) ?? .null }
         switch event {
         case .connecting:
@@ -61,19 +61,19 @@ enum EventJSON {
     }
 
     /// `{"state": "playing"}`; an error state carries `"error": {category, message, url}`.
-    static func stateObject(_ state: PlaybackState) -> JSONValue {
+    public static func stateObject(_ state: PlaybackState) -> JSONValue {
         var members: [(String, JSONValue)] = [("state", .string(state.name))]
         if case .error(let error) = state { members.append(("error", self.error(error, url: nil))) }
         return .object(members)
     }
 
-    static func error(_ error: CoreError, url: String?) -> JSONValue {
+    public static func error(_ error: CoreError, url: String?) -> JSONValue {
         .object([("category", .string(error.category.rawValue)), ("message", .string(error.message)),
                  ("url", url.map(JSONValue.string) ?? .null)])
     }
 
     /// id, url, title, artist, album, duration (null when unknown).
-    static func track(_ track: Track) -> JSONValue {
+    public static func track(_ track: Track) -> JSONValue {
         func optional(_ s: String?) -> JSONValue { s.map(JSONValue.string) ?? .null }
         return .object([
             ("id", .string(track.id.uuidString)),
@@ -86,10 +86,38 @@ enum EventJSON {
     }
 
     /// Seconds as a JSON number; not finite → null.
-    static func number(_ value: Double) -> JSONValue { value.isFinite ? .double(value) : .null }
+    public static func number(_ value: Double) -> JSONValue { value.isFinite ? .double(value) : .null }
 
     /// A volume 0…1 as a percentage rounded to 0.01.
-    static func percent(_ volume: Float) -> JSONValue {
+    public static func percent(_ volume: Float) -> JSONValue {
         .double((Double(volume) * 10_000).rounded() / 100)
+    }
+
+    /// The JSON members: url, present tags, then stream facts.
+    public static func info(url: String, tags: TagBundle, stream: StreamInfo) -> [(String, JSONValue)] {
+        var f: [(String, JSONValue)] = [("url", .string(url))]
+        func add(_ key: String, _ value: String?) { if let value { f.append((key, .string(value))) } }
+        func add(_ key: String, _ value: Int?) { if let value { f.append((key, .int(Int64(value)))) } }
+        func add(_ key: String, _ value: Double?) { if let value { f.append((key, .double(value))) } }
+        add("title", tags.title); add("artist", tags.artist); add("album", tags.album)
+        add("albumArtist", tags.albumArtist); add("composer", tags.composer); add("genre", tags.genre)
+        add("year", tags.year); add("trackNumber", tags.trackNumber); add("trackTotal", tags.trackTotal)
+        add("discNumber", tags.discNumber); add("discTotal", tags.discTotal); add("bpm", tags.bpm)
+        add("replayGainTrack", tags.replayGainTrack); add("replayGainAlbum", tags.replayGainAlbum)
+        add("replayGainTrackPeak", tags.replayGainTrackPeak); add("replayGainAlbumPeak", tags.replayGainAlbumPeak)
+        add("comment", tags.comment)
+        add("artworkBytes", tags.artworkData?.count)
+        if let lyrics = tags.lyrics {
+            f.append(("lyrics", .array(lyrics.map { variant in
+                .object([("languageCode", variant.languageCode.map(JSONValue.string) ?? .null),
+                         ("text", .string(variant.text))])
+            })))
+        }
+        f.append(("duration", stream.duration.isFinite ? .double(stream.duration) : .null))
+        add("sampleRate", stream.sampleRate); add("channels", stream.channels); add("bitDepth", stream.bitDepth)
+        add("codec", stream.codec); add("encoding", tags.encoding); add("bitrate", stream.bitrate)
+        add("fileSize", tags.fileSize)
+        if let total = stream.totalFrames { f.append(("totalFrames", .int(total))) }
+        return f
     }
 }

@@ -8,13 +8,15 @@ import Glibc
 /// the network source that waits for it.
 ///
 /// Threads: `wait` on a source's transfer thread, `provide` on the main loop.
-final class LinkRenewals: @unchecked Sendable {
+public final class LinkRenewals: @unchecked Sendable {
+    public init() {}
+
     private let lock = ConditionLock()
     /// Guarded by `lock`: fresh links by the URL they replace.
     private var fresh: [String: String] = [:]
 
     /// Waits up to `seconds` for a fresh link for `url`; nil when none came.
-    func wait(for url: String, seconds: Double) -> String? {
+    public func wait(for url: String, seconds: Double) -> String? {
         let deadline = Self.now() + seconds
         return lock.withLock {
             while fresh[url] == nil {
@@ -28,7 +30,7 @@ final class LinkRenewals: @unchecked Sendable {
 
     /// Gives `link` for `url`: now to a source that waits, or later to the
     /// next refusal of `url`.
-    func provide(_ link: String, for url: String) {
+    public func provide(_ link: String, for url: String) {
         lock.withLock {
             fresh[url] = link
             lock.broadcast()
