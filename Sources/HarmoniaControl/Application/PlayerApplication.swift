@@ -88,6 +88,30 @@ public final class PlayerApplication {
         self.actions = actions
     }
 
+    // Guarded by `performLock`: the main loop's thread while `run` runs, and
+    // whether it has returned (jobs posted after that would never run).
+    nonisolated(unsafe) private var mainThread: pthread_t?
+    nonisolated(unsafe) private var finished = false
+
+    /// Runs `body` on the main loop and returns its result, so that it is
+    /// ordered with every other command and with the events (a network
+    /// frontend's command). Called on the main loop itself, or once the run
+    /// is over, it runs `body` at once.
+    ///
+    /// Threads: any; blocks the caller until the main loop has run `body`.
+    public func perform<T: Sendable>(_ body: @escaping @Sendable () -> T) -> T {
+        let direct = performLock.withLock { finished || mainThread.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
+        if direct { return body() }
+        let box = PerformResult<T>()
+        inbox.post(.job {
+            box.set(body())
+            return .continue
+        })
+        // The run may end with the job still queued: then run it here.
+        if let value = box.wait(orUntil: { self.finished }) { return value }
+        return body()
+    }
+
     /// Adds a frontend; call before `run`.
     public func add(_ frontend: any PlayerFrontend) {
         frontends.append(frontend)
@@ -95,6 +119,14 @@ public final class PlayerApplication {
 
     /// Plays `tracks` in order. Call once, on a fresh service.
     public func run(_ tracks: [Track]) -> Outcome {
+        performLock.withLock { mainThread = pthread_self() }
+        defer {
+            performLock.withLock {
+                finished = true
+                mainThread = nil
+                performLock.broadcast()
+            }
+        }
         let interruptIO = self.interruptIO, abandon = self.abandon
         inbox.catchTerminationSignals { signo in
             interruptIO()
@@ -185,3 +217,27 @@ public final class PlayerApplication {
     /// True while any frontend may still send commands.
     private var waitsForCommands: Bool { frontends.contains { $0.waitsForCommands } }
 }
+
+/// The result of one `perform`, handed from the main loop to the caller.
+/// Guarded by `performLock`, which also guards each application's `finished`.
+private final class PerformResult<T: Sendable>: @unchecked Sendable {
+    private var value: T?
+
+    func set(_ value: T) {
+        performLock.withLock {
+            self.value = value
+            performLock.broadcast()
+        }
+    }
+
+    /// The value once set; nil if `gaveUp` (read under the lock) turns true first.
+    func wait(orUntil gaveUp: () -> Bool) -> T? {
+        performLock.withLock {
+            while value == nil && !gaveUp() { performLock.wait() }
+            return value
+        }
+    }
+}
+
+/// Guards every `PerformResult` and `PlayerApplication.finished`.
+private let performLock = ConditionLock()

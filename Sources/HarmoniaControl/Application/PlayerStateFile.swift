@@ -1,0 +1,220 @@
+// The player's state across restarts (`serve --state FILE`)
+// — specs/application.md §State file
+import Foundation
+import HarmoniaCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What a restarted player comes back to: the queue, the current entry and
+/// position, whether it was playing, the volume and the modes.
+public struct PlayerState: Codable, Sendable, Equatable {
+    public struct Entry: Codable, Sendable, Equatable {
+        public var uri: String
+        public var start: Double?
+        public var end: Double?
+
+        public init(uri: String, start: Double? = nil, end: Double? = nil) {
+            self.uri = uri
+            self.start = start
+            self.end = end
+        }
+    }
+
+    /// The format's version; a file of a later version is not read.
+    public var version = 1
+    public var queue: [Entry] = []
+    public var current: Int?
+    /// Seconds into the current entry.
+    public var position: Double = 0
+    /// "playing", "paused" or "stopped".
+    public var state = "stopped"
+    /// 0–100.
+    public var volume: Double = 100
+    public var repeatMode = RepeatMode.off.rawValue
+    public var shuffle = false
+
+    public init() {}
+
+    /// Fields missing from a file keep their defaults (a later player may add some).
+    public init(from decoder: any Decoder) throws {
+        let values = try decoder.container(keyedBy: CodingKeys.self)
+        version = try values.decodeIfPresent(Int.self, forKey: .version) ?? 1
+        guard version == 1 else { return }  // `load` refuses it: nothing else is read
+        queue = try values.decodeIfPresent([Entry].self, forKey: .queue) ?? []
+        current = try values.decodeIfPresent(Int.self, forKey: .current)
+        position = try values.decodeIfPresent(Double.self, forKey: .position) ?? 0
+        state = try values.decodeIfPresent(String.self, forKey: .state) ?? "stopped"
+        volume = try values.decodeIfPresent(Double.self, forKey: .volume) ?? 100
+        repeatMode = try values.decodeIfPresent(String.self, forKey: .repeatMode) ?? RepeatMode.off.rawValue
+        shuffle = try values.decodeIfPresent(Bool.self, forKey: .shuffle) ?? false
+    }
+
+    /// The state of `service` now.
+    public init(of service: DefaultPlaybackService) {
+        queue = service.queue.map { Entry(uri: $0.url, start: $0.start, end: $0.end) }
+        current = service.currentIndex
+        position = service.currentTime()
+        state = switch service.state {
+        case .playing, .buffering: "playing"
+        case .paused: "paused"
+        case .stopped, .error: "stopped"
+        }
+        volume = Double(service.volume) * 100
+        repeatMode = service.repeatMode.rawValue
+        shuffle = service.shuffle
+    }
+}
+
+/// Reads and writes a `PlayerState` as JSON, atomically: the new state goes
+/// to a temporary file beside it, is synced, and replaces the old one by
+/// `rename`, so a crash or SIGKILL at any point leaves the old file or the
+/// new one, never a mix.
+///
+/// Threads: any; one writer at a time (the player's main loop).
+public struct PlayerStateFile: Sendable {
+    public let path: String
+    /// Larger files are not read (a state file is a few kilobytes per thousand entries).
+    public static let maxBytes = 64 << 20
+
+    public init(path: String) {
+        self.path = path
+    }
+
+    /// The saved state; nil when there is no file yet.
+    /// - Throws: `decodeError` for a file that is not a state file (the
+    ///   player then starts empty and says so), `ioError` when it cannot be read.
+    public func load() throws(CoreError) -> PlayerState? {
+        guard FileManager.default.fileExists(atPath: path) else { return nil }
+        let data: Data
+        do {
+            let attributes = try FileManager.default.attributesOfItem(atPath: path)
+            if let size = attributes[.size] as? NSNumber, size.int64Value > Self.maxBytes {
+                throw CoreError.decodeError("\(path): the state file is larger than \(Self.maxBytes >> 20) MiB; move it away to start afresh")
+            }
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch let error as CoreError {
+            throw error
+        } catch {
+            throw .ioError("\(path): the state file cannot be read (\(error.localizedDescription))")
+        }
+        let state: PlayerState
+        do {
+            state = try JSONDecoder().decode(PlayerState.self, from: data)
+        } catch {
+            throw .decodeError("\(path): not a harmonia-play state file; move it away to start afresh")
+        }
+        guard state.version == 1 else {
+            throw .unsupported("\(path): state file version \(state.version) is newer than this player reads (1)")
+        }
+        return state
+    }
+
+    /// Replaces the file with `state` (temporary file, fsync, rename, fsync of the folder).
+    /// - Throws: `ioError` naming the step that failed.
+    public func save(_ state: PlayerState) throws(CoreError) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        guard let data = try? encoder.encode(state) else { throw .ioError("\(path): the state could not be encoded") }
+        let temporary = path + ".tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw Self.failure(temporary, "create") }
+        let written = data.withUnsafeBytes { Console.writeAll(fd, $0) }
+        guard written, fsync(fd) == 0 else {
+            let error = Self.failure(temporary, "write")
+            close(fd)
+            unlink(temporary)
+            throw error
+        }
+        close(fd)
+        guard rename(temporary, path) == 0 else {
+            let error = Self.failure(path, "replace")
+            unlink(temporary)
+            throw error
+        }
+        let folder = (path as NSString).deletingLastPathComponent
+        let folderFD = open(folder.isEmpty ? "." : folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if folderFD >= 0 {
+            _ = fsync(folderFD)
+            close(folderFD)
+        }
+    }
+
+    private static func failure(_ path: String, _ step: String) -> CoreError {
+        .ioError("\(path): cannot \(step) the state file (\(String(cString: strerror(errno))))")
+    }
+}
+
+/// A frontend that keeps the state file current: after every change of the
+/// queue, the current entry, the play state, the volume or a seek, and every
+/// `positionInterval` seconds of playing; and once more at the end.
+public final class StateKeeper: PlayerFrontend {
+    public let file: PlayerStateFile
+    private let service: DefaultPlaybackService
+    /// Seconds of playing between saves of the position alone.
+    public var positionInterval = 5.0
+    // Main loop only.
+    private var lastSaved: PlayerState?
+    private var positionSavedAt = 0.0
+    private var reportedFailure = false
+
+    public init(file: PlayerStateFile, service: DefaultPlaybackService) {
+        self.file = file
+        self.service = service
+    }
+
+    public func show(_ event: PlaybackEvent) {
+        switch event {
+        case .queueChanged, .trackStarted, .stateChanged, .volumeChanged, .seekCompleted, .queueEnded:
+            save()
+        case .position(let seconds, _):
+            if abs(seconds - positionSavedAt) >= positionInterval { save() }
+        default:
+            break
+        }
+    }
+
+    public func shutdown() { save() }
+
+    /// Writes the state now, unless it is the one last written.
+    public func save() {
+        let state = PlayerState(of: service)
+        guard state != lastSaved else { return }
+        do throws(CoreError) {
+            try file.save(state)
+            lastSaved = state
+            positionSavedAt = state.position
+            reportedFailure = false
+        } catch {
+            // Said once, not at every event; playback goes on.
+            if !reportedFailure { Console.err("harmonia-play: \(error.category.rawValue): \(Console.oneLine(error.message))") }
+            reportedFailure = true
+        }
+    }
+
+    /// Puts `state` back on `service`: the queue, volume and modes, the
+    /// current entry at its position, and playback if it was playing. An
+    /// entry that fails to open is reported by the service's events as usual.
+    public static func restore(_ state: PlayerState, on service: DefaultPlaybackService) {
+        service.setVolume(Float(min(max(state.volume.isFinite ? state.volume : 100, 0), 100) / 100))
+        if let mode = RepeatMode(rawValue: state.repeatMode) { service.setRepeatMode(mode) }
+        service.setShuffle(state.shuffle)
+        service.enqueue(state.queue.map { Track(url: $0.uri, start: $0.start, end: $0.end) })
+        guard let current = state.current, state.queue.indices.contains(current) else { return }
+        do throws(CoreError) {
+            try service.jump(to: current)
+            if state.position.isFinite, state.position > 0 { try service.seek(to: state.position) }
+            switch state.state {
+            case "playing": try service.play()
+            case "paused":
+                // Paused at the position, as before: started and paused at
+                // once, before the output has been given a frame.
+                try service.play()
+                try service.pause()
+            default: break
+            }
+        } catch {
+            // Reported through the service's error event when it has one.
+        }
+    }
+}
