@@ -28,8 +28,9 @@ extension LibraryFilter {
 /// Semantics (MPD 0.23's): a tag the song lacks has the value "" for `==` and
 /// `!=`, and otherwise fails (`!=`/`!~` then succeed); AlbumArtist falls back
 /// to Artist when absent; `foldCase` compares after Unicode full case folding
-/// (ß = ss), never folding accents (o ≠ ó); text compares by Characters
-/// (canonically equivalent spellings are equal).
+/// (ß = ss), never folding accents (o ≠ ó) and comparing Characters
+/// (canonically equivalent spellings are equal); an exact `==` without
+/// `foldCase` compares bytes, as MPD's `find` does.
 public struct LibraryFilterMatcher: Sendable {
     private let root: Node
 
@@ -114,7 +115,8 @@ private struct TextTest: Sendable {
         if let regex { return regex.matches(value) }
         let text = foldCase ? LibraryText.fold(value) : value
         switch operation {
-        case .equals: return text == needle
+        // Exact: bytes, as MPD's `find` (and SQL's `=`); folded: Characters.
+        case .equals: return foldCase ? text == needle : text.utf8.elementsEqual(needle.utf8)
         case .contains: return needle.isEmpty || text.firstRange(of: needle) != nil
         case .startsWith: return text.hasPrefix(needle)
         case .regex: return false  // not reached: regex is set for .regex
