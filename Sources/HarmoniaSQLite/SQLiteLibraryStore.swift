@@ -119,6 +119,35 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
         }
     }
 
+    /// What is wrong with the file, empty when it is consistent: SQLite's
+    /// `integrity_check` and `foreign_key_check`, songs and playlists whose
+    /// folder row is missing or is not the folder of their path, folders whose
+    /// parent is missing. For `harmonia` tools and the crash tests.
+    public func integrityProblems() throws(CoreError) -> [String] {
+        try read { db in
+            var problems: [String] = []
+            let check = try db.prepare("PRAGMA integrity_check")
+            while try check.step() { if let line = check.text(0), line != "ok" { problems.append(line) } }
+            let foreign = try db.prepare("PRAGMA foreign_key_check")
+            while try foreign.step() { problems.append("foreign key broken in table \(foreign.text(0) ?? "?")") }
+            for table in ["song", "playlist"] {
+                let rows = try db.prepare("SELECT t.path, d.path FROM \(table) t LEFT JOIN directory d ON d.id = t.directory_id")
+                while try rows.step() {
+                    let path = rows.text(0) ?? ""
+                    let folder = LibraryPlaylist(path: path, modified: 0).directory
+                    if rows.text(1) != folder { problems.append("\(table) '\(path)' is not linked to its folder '\(folder)'") }
+                }
+            }
+            let folders = try db.prepare("SELECT c.path, p.path FROM directory c LEFT JOIN directory p ON p.id = c.parent_id WHERE c.path <> ''")
+            while try folders.step() {
+                let path = folders.text(0) ?? ""
+                let parent = LibraryDirectory(path: path, modified: 0).parent
+                if folders.text(1) != parent { problems.append("folder '\(path)' is not linked to its parent") }
+            }
+            return problems
+        }
+    }
+
     // MARK: Updates
 
     public func beginUpdate() throws(CoreError) {
