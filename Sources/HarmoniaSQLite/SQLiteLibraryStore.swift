@@ -1,3 +1,357 @@
 // The SQLite adapter of LibraryStorePort — specs/library.md §Store
-import CSQLite
+import HarmoniaCore
 import HarmoniaLibrary
+
+/// `LibraryStorePort` on a SQLite database file (libsqlite3, WAL mode).
+///
+/// Two connections: a writer for the scanner's batches and a reader for the
+/// queries, each behind its own lock. In WAL mode the reader sees the last
+/// committed batch while the writer works, so queries stay answered during a
+/// scan. Queries narrow with indexes what they can (a folder, an exact tag,
+/// a time) and evaluate the filter in Swift (`LibraryFilterMatcher`), so every
+/// store answers alike.
+public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
+    /// The database file.
+    public let file: String
+
+    private let writerLock = ConditionLock()
+    // Guarded by `writerLock`: the writer connection (nil once closed), whether a batch is open.
+    private var writer: SQLiteConnection?
+    private var batchOpen = false
+
+    private let readerLock = ConditionLock()
+    // Guarded by `readerLock`: the reader connection (nil once closed).
+    private var reader: SQLiteConnection?
+
+    /// Opens the database at `file`, creating it (and bringing an older
+    /// schema up to date) when needed.
+    /// - Throws: `decodeError` when the file is not a database or is corrupt;
+    ///   `unsupported` when a newer build wrote it; `ioError` when it cannot
+    ///   be opened or created (missing folder, permissions).
+    public init(file: String) throws(CoreError) {
+        self.file = file
+        do {
+            let writer = try SQLiteConnection(file: file, readOnly: false)
+            guard try writer.text("PRAGMA journal_mode = WAL")?.lowercased() == "wal" else {
+                throw CoreError.ioError("library database '\(file)': cannot switch to WAL mode; put it on a local disk")
+            }
+            try writer.execute("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON")
+            try SQLiteLibrarySchema.migrate(writer)
+            let reader = try SQLiteConnection(file: file, readOnly: false)
+            try reader.execute("PRAGMA query_only = ON")
+            self.writer = writer
+            self.reader = reader
+        } catch {
+            throw Self.coreError(error, file: file)
+        }
+    }
+
+    // MARK: Queries
+
+    public func listing(of directory: String) throws(CoreError) -> LibraryListing {
+        try read { db in
+            let id = try Self.directoryID(directory, db)
+            let folders = try Self.directories("WHERE parent_id = ? AND id <> ?", [.integer(id), .integer(id)], db)
+            let songs = try Self.songs("WHERE directory_id = ?", [.integer(id)], db)
+            let playlists = try Self.playlists("WHERE directory_id = ?", [.integer(id)], db)
+            return LibraryListing(
+                directories: NaturalOrder.sorted(folders, byName: { LibraryPathName.of($0.path) }),
+                songs: NaturalOrder.sorted(songs, byName: { LibraryPathName.of($0.path) }),
+                playlists: NaturalOrder.sorted(playlists, byName: { LibraryPathName.of($0.path) }))
+        }
+    }
+
+    public func song(at path: String) throws(CoreError) -> LibrarySong? {
+        try read { db in try Self.songs("WHERE path = ?", [.text(path)], db).first }
+    }
+
+    public func songs(matching filter: LibraryFilter) throws(CoreError) -> [LibrarySong] {
+        let matcher = try LibraryFilterMatcher(filter)
+        let pushdown = SQLiteFilterPushdown(filter)
+        let candidates = try read { db in try Self.songs(pushdown.whereClause, pushdown.values, db) }
+        return LibraryAggregation.pathOrder(candidates.filter(matcher.matches))
+    }
+
+    public func tagValues(_ tag: LibraryTag, groupedBy groups: [LibraryTag], matching filter: LibraryFilter) throws(CoreError) -> [LibraryTagRow] {
+        LibraryAggregation.tagValues(tag, groupedBy: groups, in: try songs(matching: filter))
+    }
+
+    public func count(matching filter: LibraryFilter) throws(CoreError) -> LibraryCount {
+        LibraryAggregation.count(try songs(matching: filter))
+    }
+
+    public func count(matching filter: LibraryFilter, groupedBy tag: LibraryTag) throws(CoreError) -> [LibraryGroupCount] {
+        LibraryAggregation.count(try songs(matching: filter), groupedBy: tag)
+    }
+
+    public func stats() throws(CoreError) -> LibraryStats {
+        try read { db in
+            let totals = try db.prepare("""
+                SELECT (SELECT COUNT(DISTINCT artist) FROM song WHERE artist <> ''),
+                       (SELECT COUNT(DISTINCT album) FROM song WHERE album <> ''),
+                       COUNT(*), TOTAL(CASE WHEN duration >= 0 THEN duration ELSE 0 END) FROM song
+                """)
+            _ = try totals.step()
+            let update = try db.prepare("SELECT value FROM library_state WHERE key = 'last_update'")
+            let lastUpdate = try update.step() ? update.int64(0) : nil
+            return LibraryStats(artists: SQLiteRows.count(totals.int64(0)), albums: SQLiteRows.count(totals.int64(1)),
+                                songs: SQLiteRows.count(totals.int64(2)), playtime: SQLiteRows.seconds(totals.double(3)),
+                                lastUpdate: lastUpdate)
+        }
+    }
+
+    public func songsForAdd(under directory: String) throws(CoreError) -> [LibrarySong] {
+        let songs = try read { db in
+            _ = try Self.directoryID(directory, db)
+            let (clause, values) = Self.inside(directory)
+            return try Self.songs(clause, values, db)
+        }
+        return LibraryAggregation.addOrder(songs)
+    }
+
+    public func allEntries(under directory: String) throws(CoreError) -> [LibraryEntry] {
+        try read { db in
+            _ = try Self.directoryID(directory, db)
+            let (clause, values) = Self.inside(directory)
+            return LibraryAggregation.allEntries(under: directory, directories: try Self.directories(clause, values, db),
+                                                 songs: try Self.songs(clause, values, db),
+                                                 playlists: try Self.playlists(clause, values, db))
+        }
+    }
+
+    /// What is wrong with the file, empty when it is consistent: SQLite's
+    /// `integrity_check` and `foreign_key_check`, songs and playlists whose
+    /// folder row is missing or is not the folder of their path, folders whose
+    /// parent is missing. For `harmonia` tools and the crash tests.
+    public func integrityProblems() throws(CoreError) -> [String] {
+        try read { db in
+            var problems: [String] = []
+            let check = try db.prepare("PRAGMA integrity_check")
+            while try check.step() { if let line = check.text(0), line != "ok" { problems.append(line) } }
+            let foreign = try db.prepare("PRAGMA foreign_key_check")
+            while try foreign.step() { problems.append("foreign key broken in table \(foreign.text(0) ?? "?")") }
+            for table in ["song", "playlist"] {
+                let rows = try db.prepare("SELECT t.path, d.path FROM \(table) t LEFT JOIN directory d ON d.id = t.directory_id")
+                while try rows.step() {
+                    let path = rows.text(0) ?? ""
+                    let folder = LibraryPlaylist(path: path, modified: 0).directory
+                    if rows.text(1) != folder { problems.append("\(table) '\(path)' is not linked to its folder '\(folder)'") }
+                }
+            }
+            let folders = try db.prepare("SELECT c.path, p.path FROM directory c LEFT JOIN directory p ON p.id = c.parent_id WHERE c.path <> ''")
+            while try folders.step() {
+                let path = folders.text(0) ?? ""
+                let parent = LibraryDirectory(path: path, modified: 0).parent
+                if folders.text(1) != parent { problems.append("folder '\(path)' is not linked to its parent") }
+            }
+            return problems
+        }
+    }
+
+    // MARK: Updates
+
+    public func beginUpdate() throws(CoreError) {
+        try write(inBatch: false) { db in
+            guard !self.batchOpen else { throw CoreError.invalidState("a library update batch is already open") }
+            try db.execute("BEGIN IMMEDIATE")
+            self.batchOpen = true
+        }
+    }
+
+    public func commitUpdate() throws(CoreError) {
+        try write(inBatch: false) { db in
+            guard self.batchOpen else { throw CoreError.invalidState("no library update batch is open") }
+            self.batchOpen = false
+            do {
+                try db.execute("COMMIT")
+            } catch {
+                try? db.execute("ROLLBACK")
+                throw error
+            }
+        }
+    }
+
+    public func rollbackUpdate() {
+        writerLock.withLock {
+            guard batchOpen, let writer else { return }
+            batchOpen = false
+            try? writer.execute("ROLLBACK")
+        }
+    }
+
+    public func upsertDirectory(_ directory: LibraryDirectory) throws(CoreError) {
+        try write { db in
+            guard let parent = directory.parent else {
+                try db.prepare("UPDATE directory SET modified = ? WHERE path = ''").run([.integer(directory.modified)])
+                return
+            }
+            let parentID = try Self.directoryID(parent, db, missing: "folder '\(parent)' is not in the library: add it before '\(directory.path)'")
+            try db.prepare("""
+                INSERT INTO directory(path, parent_id, modified) VALUES (?, ?, ?)
+                ON CONFLICT(path) DO UPDATE SET parent_id = excluded.parent_id, modified = excluded.modified
+                """).run([.text(directory.path), .integer(parentID), .integer(directory.modified)])
+        }
+    }
+
+    public func deleteDirectory(at path: String) throws(CoreError) {
+        guard !path.isEmpty else { throw .invalidArgument("the top folder cannot be deleted from the library") }
+        try write { db in
+            // Foreign keys cascade too; the ranges also clean a file whose links are broken.
+            let range = SQLiteFilterPushdown.pathRange(under: path)
+            for table in ["song", "playlist", "directory"] {
+                try db.prepare("DELETE FROM \(table) WHERE path >= ? AND path < ?").run([.text(range.from), .text(range.to)])
+            }
+            try db.prepare("DELETE FROM directory WHERE path = ?").run([.text(path)])
+        }
+    }
+
+    public func upsertSong(_ song: LibrarySong) throws(CoreError) {
+        try write { db in
+            let folder = try Self.directoryID(song.directory, db, missing: "folder '\(song.directory)' is not in the library: add it before '\(song.path)'")
+            let columns = SQLiteRows.songColumns
+            let placeholders = Array(repeating: "?", count: 5 + LibraryTag.allCases.count).joined(separator: ", ")
+            let updates = columns.split(separator: ",").map { $0.trimmingWhitespaceForSQL }.filter { $0 != "path" }
+                .map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
+            try db.prepare("""
+                INSERT INTO song(directory_id, \(columns)) VALUES (?, \(placeholders))
+                ON CONFLICT(path) DO UPDATE SET directory_id = excluded.directory_id, \(updates)
+                """).run([.integer(folder)] + SQLiteRows.songValues(song))
+        }
+    }
+
+    public func deleteSong(at path: String) throws(CoreError) {
+        try write { db in try db.prepare("DELETE FROM song WHERE path = ?").run([.text(path)]) }
+    }
+
+    public func upsertPlaylist(_ playlist: LibraryPlaylist) throws(CoreError) {
+        try write { db in
+            let folder = try Self.directoryID(playlist.directory, db, missing: "folder '\(playlist.directory)' is not in the library: add it before '\(playlist.path)'")
+            try db.prepare("""
+                INSERT INTO playlist(directory_id, path, modified) VALUES (?, ?, ?)
+                ON CONFLICT(path) DO UPDATE SET directory_id = excluded.directory_id, modified = excluded.modified
+                """).run([.integer(folder), .text(playlist.path), .integer(playlist.modified)])
+        }
+    }
+
+    public func deletePlaylist(at path: String) throws(CoreError) {
+        try write { db in try db.prepare("DELETE FROM playlist WHERE path = ?").run([.text(path)]) }
+    }
+
+    public func markUpdateComplete(at time: Int64) throws(CoreError) {
+        try write { db in
+            try db.prepare("""
+                INSERT INTO library_state(key, value) VALUES ('last_update', ?)
+                ON CONFLICT(key) DO UPDATE SET value = excluded.value
+                """).run([.integer(time)])
+        }
+    }
+
+    public func close() {
+        writerLock.withLock {
+            if batchOpen { try? writer?.execute("ROLLBACK") }
+            batchOpen = false
+            writer?.close()
+            writer = nil
+        }
+        readerLock.withLock {
+            reader?.close()
+            reader = nil
+        }
+    }
+
+    // MARK: Connections
+
+    /// Runs `body` on the reader connection, errors mapped to CoreError.
+    private func read<T>(_ body: (SQLiteConnection) throws -> T) throws(CoreError) -> T {
+        try readerLock.withLock { () throws(CoreError) -> T in
+            guard let reader else { throw CoreError.invalidState("the library store '\(file)' is closed") }
+            do { return try body(reader) } catch { throw Self.coreError(error, file: file) }
+        }
+    }
+
+    /// Runs `body` on the writer connection (`inBatch`: inside the open batch
+    /// or a transaction of its own), errors mapped to CoreError.
+    private func write(inBatch: Bool = true, _ body: (SQLiteConnection) throws -> Void) throws(CoreError) {
+        try writerLock.withLock { () throws(CoreError) in
+            guard let writer else { throw CoreError.invalidState("the library store '\(file)' is closed") }
+            do {
+                if !inBatch || batchOpen {
+                    try body(writer)
+                } else {
+                    try writer.execute("BEGIN IMMEDIATE")
+                    do { try body(writer); try writer.execute("COMMIT") } catch { try? writer.execute("ROLLBACK"); throw error }
+                }
+            } catch {
+                throw Self.coreError(error, file: file)
+            }
+        }
+    }
+
+    private static func coreError(_ error: any Error, file: String) -> CoreError {
+        switch error {
+        case let error as CoreError: error
+        case let error as SQLiteError: error.coreError(file: file)
+        default: .ioError("library database '\(file)': \(error)")
+        }
+    }
+
+    // MARK: Statements (run under a connection's lock)
+
+    /// The id of the folder at `path`.
+    /// - Throws: `CoreError.notFound` with `missing` (or a default message) when absent.
+    private static func directoryID(_ path: String, _ db: SQLiteConnection, missing: String? = nil) throws -> Int64 {
+        let statement = try db.prepare("SELECT id FROM directory WHERE path = ?")
+        try statement.bind([.text(path)])
+        guard try statement.step(), let id = statement.int64(0) else {
+            throw CoreError.notFound(missing ?? "no folder '\(path)' in the library")
+        }
+        return id
+    }
+
+    /// The WHERE clause and values selecting paths inside `directory` ("" is everything).
+    private static func inside(_ directory: String) -> (String, [SQLiteValue]) {
+        guard !directory.isEmpty else { return ("", []) }
+        let range = SQLiteFilterPushdown.pathRange(under: directory)
+        return ("WHERE path >= ? AND path < ?", [.text(range.from), .text(range.to)])
+    }
+
+    private static func songs(_ clause: String, _ values: [SQLiteValue], _ db: SQLiteConnection) throws -> [LibrarySong] {
+        let statement = try db.prepare("SELECT \(SQLiteRows.songColumns) FROM song \(clause)")
+        try statement.bind(values)
+        var songs: [LibrarySong] = []
+        while try statement.step() { songs.append(SQLiteRows.song(from: statement)) }
+        return songs
+    }
+
+    private static func directories(_ clause: String, _ values: [SQLiteValue], _ db: SQLiteConnection) throws -> [LibraryDirectory] {
+        let statement = try db.prepare("SELECT path, modified FROM directory \(clause)")
+        try statement.bind(values)
+        var directories: [LibraryDirectory] = []
+        while try statement.step() {
+            directories.append(LibraryDirectory(path: statement.text(0) ?? "", modified: statement.int64(1) ?? 0))
+        }
+        return directories
+    }
+
+    private static func playlists(_ clause: String, _ values: [SQLiteValue], _ db: SQLiteConnection) throws -> [LibraryPlaylist] {
+        let statement = try db.prepare("SELECT path, modified FROM playlist \(clause)")
+        try statement.bind(values)
+        var playlists: [LibraryPlaylist] = []
+        while try statement.step() {
+            playlists.append(LibraryPlaylist(path: statement.text(0) ?? "", modified: statement.int64(1) ?? 0))
+        }
+        return playlists
+    }
+}
+
+/// The last component of a path.
+enum LibraryPathName {
+    static func of(_ path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return path }
+        return String(path[path.index(after: slash)...])
+    }
+}
+
+extension Substring {
+    fileprivate var trimmingWhitespaceForSQL: String { String(drop { $0 == " " }) }
+}

@@ -1,0 +1,128 @@
+// Query answers computed from songs — specs/library.md §Queries
+//
+// Pure functions over songs a store has selected, so that every store
+// answers `list`, `count`, `stats` and the add order the same way.
+
+/// Pure functions; any thread.
+public enum LibraryAggregation {
+    /// The distinct (groups…, value) rows of `songs`, sorted by bytes, groups
+    /// first: `LibraryStorePort.tagValues`.
+    public static func tagValues(_ tag: LibraryTag, groupedBy groups: [LibraryTag],
+                                 in songs: [LibrarySong]) -> [LibraryTagRow] {
+        var rows = Set<LibraryTagRow>()
+        for song in songs {
+            rows.insert(LibraryTagRow(groups: groups.map { song.value(of: $0) ?? "" }, value: song.value(of: tag) ?? ""))
+        }
+        return rows.sorted { a, b in
+            for (x, y) in zip(a.groups + [a.value], b.groups + [b.value]) where !x.utf8.elementsEqual(y.utf8) {
+                return LibraryText.byteLess(x, y)
+            }
+            return false
+        }
+    }
+
+    /// The number of `songs` and the sum of their known durations.
+    public static func count(_ songs: [LibrarySong]) -> LibraryCount {
+        LibraryCount(songs: songs.count, playtime: songs.reduce(0) { $0 + playtime($1) })
+    }
+
+    /// `count` per value of `tag` ("" for songs lacking it), sorted by bytes.
+    public static func count(_ songs: [LibrarySong], groupedBy tag: LibraryTag) -> [LibraryGroupCount] {
+        var groups: [String: LibraryCount] = [:]
+        for song in songs {
+            groups[song.value(of: tag) ?? "", default: LibraryCount()].songs += 1
+            groups[song.value(of: tag) ?? "", default: LibraryCount()].playtime += playtime(song)
+        }
+        return groups.map { LibraryGroupCount(value: $0.key, count: $0.value) }
+            .sorted { LibraryText.byteLess($0.value, $1.value) }
+    }
+
+    /// Distinct non-empty Artist and Album values (no fallback), songs, playtime.
+    public static func stats(_ songs: [LibrarySong], lastUpdate: Int64?) -> LibraryStats {
+        let artists = Set(songs.compactMap { $0.tags[.artist] }.filter { !$0.isEmpty }.map { Array($0.utf8) })
+        let albums = Set(songs.compactMap { $0.tags[.album] }.filter { !$0.isEmpty }.map { Array($0.utf8) })
+        return LibraryStats(artists: artists.count, albums: albums.count, songs: songs.count,
+                            playtime: count(songs).playtime, lastUpdate: lastUpdate)
+    }
+
+    /// `songs` in the order of `NaturalOrder.pathLess`.
+    public static func pathOrder(_ songs: [LibrarySong]) -> [LibrarySong] {
+        NaturalOrder.sorted(songs, byPath: \.path)
+    }
+
+    /// `songs` in MPD's `add DIR` order: folders in tree order (a folder's own
+    /// songs before its subfolders'), and within a folder by Album (songs
+    /// without one first), Disc, Track (absent or not a positive number
+    /// first), then file name, text compared in natural order.
+    public static func addOrder(_ songs: [LibrarySong]) -> [LibrarySong] {
+        let keyed = songs.map { (AddKey($0), $0) }
+        return keyed.sorted { $0.0 < $1.0 }.map(\.1)
+    }
+
+    /// MPD's `listall` order of everything inside `top` (given: every folder,
+    /// song and playlist inside it): for each folder its songs and playlists
+    /// in natural order of name, then each subfolder and its contents.
+    public static func allEntries(under top: String, directories: [LibraryDirectory],
+                                  songs: [LibrarySong], playlists: [LibraryPlaylist]) -> [LibraryEntry] {
+        let subfolders = Dictionary(grouping: directories.filter { $0.path != top }) { $0.parent ?? "" }
+        let songsByFolder = Dictionary(grouping: songs, by: \.directory)
+        let playlistsByFolder = Dictionary(grouping: playlists, by: \.directory)
+        var entries: [LibraryEntry] = []
+        func visit(_ folder: String) {
+            entries += NaturalOrder.sorted(songsByFolder[folder] ?? [], byName: { LibraryPath.name($0.path) }).map(LibraryEntry.song)
+            entries += NaturalOrder.sorted(playlistsByFolder[folder] ?? [], byName: { LibraryPath.name($0.path) }).map(LibraryEntry.playlist)
+            for child in NaturalOrder.sorted(subfolders[folder] ?? [], byName: { LibraryPath.name($0.path) }) {
+                entries.append(.directory(child))
+                visit(child.path)
+            }
+        }
+        visit(top)
+        return entries
+    }
+
+    /// A song's duration when it is a finite, non-negative number, else 0.
+    static func playtime(_ song: LibrarySong) -> Double {
+        guard let duration = song.duration, duration.isFinite, duration >= 0 else { return 0 }
+        return duration
+    }
+
+    private struct AddKey: Comparable {
+        let directory: NaturalPathKey
+        let album: NaturalKey?
+        let disc: Int
+        let track: Int
+        let name: NaturalKey
+
+        init(_ song: LibrarySong) {
+            directory = NaturalPathKey(song.directory)
+            album = song.tags[.album].map(NaturalKey.init)
+            disc = Self.number(song.tags[.disc])
+            track = Self.number(song.tags[.track])
+            name = NaturalKey(LibraryPath.name(song.path))
+        }
+
+        /// MPD's `strtol`: the leading digits, 0 when none or not positive.
+        private static func number(_ text: String?) -> Int {
+            guard let text else { return 0 }
+            let digits = text.drop { $0 == " " }.prefix { $0.isASCII && $0.isNumber }.prefix(9)
+            return Int(digits) ?? 0
+        }
+
+        static func < (x: Self, y: Self) -> Bool {
+            if x.directory != y.directory { return x.directory < y.directory }
+            switch (x.album, y.album) {
+            case (nil, .some): return true
+            case (.some, nil): return false
+            case (.some(let a), .some(let b)) where a != b: return a < b
+            default: break
+            }
+            if x.disc != y.disc { return x.disc < y.disc }
+            if x.track != y.track { return x.track < y.track }
+            return x.name < y.name
+        }
+
+        static func == (x: Self, y: Self) -> Bool {
+            x.directory == y.directory && x.album == y.album && x.disc == y.disc && x.track == y.track && x.name == y.name
+        }
+    }
+}

@@ -1,0 +1,144 @@
+// LibraryStorePort — specs/library.md §LibraryStorePort
+import HarmoniaCore
+
+/// Where the library's songs, folders and playlists are kept: queries for the
+/// MPD protocol and the application, writes for `LibraryScanner`.
+///
+/// Paths are relative to the music directory, `/`-separated, without a
+/// leading or trailing `/`; "" is the top folder, which always exists.
+///
+/// Threads: every method may be called from any thread, concurrently; the
+/// store does its own locking. Queries see the last committed update batch,
+/// never a half-written one, and stay answered while the scanner writes.
+/// Every method may block on disk I/O: call none from a real-time thread.
+///
+/// Errors: every failure is a `CoreError` whose message names the database
+/// file and what to do. A closed store throws `invalidState`; a database that
+/// is corrupt or not a database throws `decodeError`; a failing disk `ioError`.
+public protocol LibraryStorePort: AnyObject, Sendable {
+    // MARK: Queries
+
+    /// The folder's subfolders, songs and playlists, each in natural order of name.
+    /// - Throws: `notFound` when the folder is not in the library.
+    func listing(of directory: String) throws(CoreError) -> LibraryListing
+
+    /// The song at `path`, or nil when the library has none there.
+    func song(at path: String) throws(CoreError) -> LibrarySong?
+
+    /// The songs `filter` matches (`LibraryFilter.matches`), in natural order
+    /// of path (folder by folder).
+    /// - Throws: `invalidArgument` for a bad regular expression in `filter`.
+    func songs(matching filter: LibraryFilter) throws(CoreError) -> [LibrarySong]
+
+    /// The distinct values of `tag` among the songs `filter` matches, grouped
+    /// by `groups` (outermost first): MPD's `list TAG [FILTER] [group G...]`.
+    /// AlbumArtist falls back to Artist, and a song lacking a tag counts as "",
+    /// as in MPD 0.23. Rows sorted by their values' bytes (groups first), like MPD.
+    /// - Throws: `invalidArgument` for a bad regular expression in `filter`.
+    func tagValues(_ tag: LibraryTag, groupedBy groups: [LibraryTag], matching filter: LibraryFilter) throws(CoreError) -> [LibraryTagRow]
+
+    /// How many songs `filter` matches and their total length (MPD's `count`).
+    /// - Throws: `invalidArgument` for a bad regular expression in `filter`.
+    func count(matching filter: LibraryFilter) throws(CoreError) -> LibraryCount
+
+    /// `count(matching:)` per value of `tag` ("" for songs lacking it), sorted
+    /// by the value's bytes (MPD's `count FILTER group TAG`).
+    /// - Throws: `invalidArgument` for a bad regular expression in `filter`.
+    func count(matching filter: LibraryFilter, groupedBy tag: LibraryTag) throws(CoreError) -> [LibraryGroupCount]
+
+    /// Distinct artists and albums, songs, total playtime, last completed update.
+    func stats() throws(CoreError) -> LibraryStats
+
+    /// Every song inside `directory`, recursively, in the order MPD's `add DIR`
+    /// queues them: a folder's own songs (by album, disc, track, file name)
+    /// before its subfolders', subfolders in natural order.
+    /// - Throws: `notFound` when the folder is not in the library.
+    func songsForAdd(under directory: String) throws(CoreError) -> [LibrarySong]
+
+    /// Everything inside `directory`, recursively (MPD's `listall`): for each
+    /// folder its songs, then its playlists, then each subfolder followed by
+    /// its contents; the folder itself is not included.
+    /// - Throws: `notFound` when the folder is not in the library.
+    func allEntries(under directory: String) throws(CoreError) -> [LibraryEntry]
+
+    // MARK: Updates (one writer: the scanner)
+
+    /// Starts a batch: the writes until `commitUpdate` become visible together.
+    /// Writes outside a batch are committed one by one.
+    /// - Throws: `invalidState` when a batch is already open.
+    func beginUpdate() throws(CoreError)
+
+    /// Makes the batch's writes visible and durable (WAL: durable at the next
+    /// checkpoint or sync; a crash loses at most the last batches, never
+    /// leaves half of one).
+    /// - Throws: `invalidState` when no batch is open.
+    func commitUpdate() throws(CoreError)
+
+    /// Drops the open batch's writes; nothing when none is open.
+    func rollbackUpdate()
+
+    /// Adds the folder or updates its modification time.
+    /// - Throws: `notFound` when its parent folder is not in the library.
+    func upsertDirectory(_ directory: LibraryDirectory) throws(CoreError)
+
+    /// Removes the folder and everything inside it; nothing when absent.
+    /// - Throws: `invalidArgument` for the top folder "".
+    func deleteDirectory(at path: String) throws(CoreError)
+
+    /// Adds or replaces the song at `song.path`.
+    /// - Throws: `notFound` when its folder is not in the library.
+    func upsertSong(_ song: LibrarySong) throws(CoreError)
+
+    /// Removes the song; nothing when absent.
+    func deleteSong(at path: String) throws(CoreError)
+
+    /// Adds or replaces the playlist at `playlist.path`.
+    /// - Throws: `notFound` when its folder is not in the library.
+    func upsertPlaylist(_ playlist: LibraryPlaylist) throws(CoreError)
+
+    /// Removes the playlist; nothing when absent.
+    func deletePlaylist(at path: String) throws(CoreError)
+
+    /// Records that a scan completed at `time` (seconds since 1970): `stats().lastUpdate`.
+    func markUpdateComplete(at time: Int64) throws(CoreError)
+
+    /// Releases the store (an open batch is rolled back). Later calls throw
+    /// `invalidState`; a second `close` does nothing.
+    func close()
+}
+
+extension LibraryDirectory {
+    /// The folder holding this folder ("" for a top-level folder); nil for the top itself.
+    public var parent: String? {
+        guard !path.isEmpty else { return nil }
+        guard let slash = path.lastIndex(of: "/") else { return "" }
+        return String(path[..<slash])
+    }
+}
+
+extension LibraryPlaylist {
+    /// The folder holding the playlist ("" for the top).
+    public var directory: String {
+        guard let slash = path.lastIndex(of: "/") else { return "" }
+        return String(path[..<slash])
+    }
+}
+
+/// Path helpers shared by the stores.
+enum LibraryPath {
+    /// The last component of `path` (the whole path at the top level).
+    static func name(_ path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return path }
+        return String(path[path.index(after: slash)...])
+    }
+
+    /// True when `path` is `directory` or inside it ("" contains everything).
+    static func isInside(_ path: String, _ directory: String) -> Bool {
+        guard !directory.isEmpty else { return true }
+        // Bytes, not Characters: "a" + U+0301 is not inside "a".
+        let prefix = Array(directory.utf8)
+        let bytes = path.utf8
+        guard bytes.starts(with: prefix) else { return false }
+        return bytes.count == prefix.count || bytes.dropFirst(prefix.count).first == UInt8(ascii: "/")
+    }
+}

@@ -1,0 +1,88 @@
+// The library database's schema and its migrations — specs/library.md §Store (Schema)
+import HarmoniaCore
+import HarmoniaLibrary
+
+/// The tables, by version: `migrations[n]` brings a database from version n
+/// to n + 1, recorded in `PRAGMA user_version`.
+enum SQLiteLibrarySchema {
+    /// The version this build writes.
+    static var version: Int { migrations.count }
+
+    static let migrations: [String] = [
+        // 1: folders, songs (one column per tag), playlists, the update time.
+        """
+        CREATE TABLE directory (
+            id INTEGER PRIMARY KEY,
+            path TEXT NOT NULL UNIQUE,
+            parent_id INTEGER REFERENCES directory(id) ON DELETE CASCADE,
+            modified INTEGER NOT NULL
+        );
+        CREATE INDEX directory_parent ON directory(parent_id);
+        INSERT INTO directory(id, path, parent_id, modified) VALUES (1, '', NULL, 0);
+        CREATE TABLE song (
+            id INTEGER PRIMARY KEY,
+            directory_id INTEGER NOT NULL REFERENCES directory(id) ON DELETE CASCADE,
+            path TEXT NOT NULL UNIQUE,
+            modified INTEGER NOT NULL,
+            size INTEGER NOT NULL,
+            duration REAL,
+            format TEXT,
+            artist TEXT, album_artist TEXT, album TEXT, title TEXT, track TEXT,
+            genre TEXT, date TEXT, composer TEXT, disc TEXT, comment TEXT
+        );
+        CREATE INDEX song_directory ON song(directory_id);
+        CREATE INDEX song_artist ON song(artist);
+        CREATE INDEX song_album_artist ON song(album_artist);
+        CREATE INDEX song_album ON song(album);
+        CREATE INDEX song_genre ON song(genre);
+        CREATE TABLE playlist (
+            id INTEGER PRIMARY KEY,
+            directory_id INTEGER NOT NULL REFERENCES directory(id) ON DELETE CASCADE,
+            path TEXT NOT NULL UNIQUE,
+            modified INTEGER NOT NULL
+        );
+        CREATE INDEX playlist_directory ON playlist(directory_id);
+        CREATE TABLE library_state (
+            key TEXT PRIMARY KEY,
+            value INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        """,
+    ]
+
+    /// The song column of each tag.
+    static func column(_ tag: LibraryTag) -> String {
+        switch tag {
+        case .artist: "artist"
+        case .albumArtist: "album_artist"
+        case .album: "album"
+        case .title: "title"
+        case .track: "track"
+        case .genre: "genre"
+        case .date: "date"
+        case .composer: "composer"
+        case .disc: "disc"
+        case .comment: "comment"
+        }
+    }
+
+    /// Brings the database to `version`, in one transaction.
+    /// - Throws: `unsupported` for a database written by a newer build (its
+    ///   version above ours) or with a negative version; SQLite's errors.
+    static func migrate(_ db: SQLiteConnection) throws {
+        try db.execute("BEGIN IMMEDIATE")
+        do {
+            let found = try db.integer("PRAGMA user_version") ?? 0
+            guard found >= 0, found <= Int64(version) else {
+                throw CoreError.unsupported("library database '\(db.file)' has schema version \(found); this build reads versions up to \(version): use a newer build, or move the file away to rebuild the library")
+            }
+            for next in Int(found)..<version {
+                try db.execute(migrations[next])
+                try db.execute("PRAGMA user_version = \(next + 1)")
+            }
+            try db.execute("COMMIT")
+        } catch {
+            try? db.execute("ROLLBACK")
+            throw error
+        }
+    }
+}

@@ -1,0 +1,98 @@
+// Rows ↔ records, every number checked — specs/library.md §Store (Hostile files)
+import HarmoniaLibrary
+
+/// How songs, folders and playlists are read from rows. A database file may
+/// be hostile: every value read back is checked before use, and an absurd one
+/// is replaced (a negative size by 0, a duration that is not a finite,
+/// non-negative number by "unknown"), never trapped on.
+enum SQLiteRows {
+    /// The song columns, in the order `song(from:)` reads them.
+    static let songColumns = (["path", "modified", "size", "duration", "format"]
+        + LibraryTag.allCases.map(SQLiteLibrarySchema.column)).joined(separator: ", ")
+
+    static func song(from row: SQLiteStatement) -> LibrarySong {
+        var tags: [LibraryTag: String] = [:]
+        for (offset, tag) in LibraryTag.allCases.enumerated() {
+            if let value = row.text(Int32(5 + offset)) { tags[tag] = value }
+        }
+        return LibrarySong(path: row.text(0) ?? "", modified: row.int64(1) ?? 0, size: max(0, row.int64(2) ?? 0),
+                           tags: tags, duration: duration(row.double(3)), format: row.text(4))
+    }
+
+    /// The values bound by `SQLiteLibraryStore.upsertSong` after the folder id.
+    static func songValues(_ song: LibrarySong) -> [SQLiteValue] {
+        [.text(song.path), .integer(song.modified), .integer(max(0, song.size)), SQLiteValue(duration(song.duration)),
+         SQLiteValue(song.format)] + LibraryTag.allCases.map { SQLiteValue(song.tags[$0]) }
+    }
+
+    /// `value` when it is a finite, non-negative number of seconds, else nil.
+    static func duration(_ value: Double?) -> Double? {
+        guard let value, value.isFinite, value >= 0 else { return nil }
+        return value
+    }
+
+    /// A count from SQLite as an Int (never negative).
+    static func count(_ value: Int64?) -> Int {
+        Int(clamping: max(0, value ?? 0))
+    }
+
+    /// A sum of seconds, 0 when absurd.
+    static func seconds(_ value: Double?) -> Double {
+        duration(value) ?? 0
+    }
+}
+
+/// The part of a filter SQL can narrow with indexes: a WHERE clause that
+/// keeps every song the filter matches (maybe more); the filter itself then
+/// decides, in Swift.
+struct SQLiteFilterPushdown {
+    private(set) var clauses: [String] = []
+    private(set) var values: [SQLiteValue] = []
+
+    init(_ filter: LibraryFilter) {
+        switch filter {
+        case .and(let parts): parts.forEach { add($0) }
+        default: add(filter)
+        }
+    }
+
+    /// "WHERE …" or "".
+    var whereClause: String {
+        clauses.isEmpty ? "" : "WHERE " + clauses.joined(separator: " AND ")
+    }
+
+    private mutating func add(_ filter: LibraryFilter) {
+        switch filter {
+        case .base(let directory) where !directory.isEmpty:
+            let range = Self.pathRange(under: directory)
+            clauses.append("(path = ? OR (path >= ? AND path < ?))")
+            values += [.text(directory), .text(range.from), .text(range.to)]
+        case .modifiedSince(let time):
+            clauses.append("modified >= ?")
+            values.append(.integer(time))
+        case .file(let match) where Self.isExact(match):
+            clauses.append("path = ?")
+            values.append(.text(match.value))
+        case .tag(.albumArtist, let match) where Self.isExact(match):
+            clauses.append("(album_artist = ? OR (album_artist IS NULL AND artist = ?))")
+            values += [.text(match.value), .text(match.value)]
+        case .tag(let tag, let match) where Self.isExact(match):
+            clauses.append("\(SQLiteLibrarySchema.column(tag)) = ?")
+            values.append(.text(match.value))
+        default:
+            break
+        }
+    }
+
+    /// An `==` SQL's byte comparison decides exactly (a non-empty value: an
+    /// empty one also matches songs without the tag).
+    private static func isExact(_ match: TagMatch) -> Bool {
+        match.operation == .equals && !match.negated && !match.foldCase && !match.value.isEmpty
+    }
+
+    /// Paths inside `directory` are those ≥ "directory/" and < "directory0"
+    /// ("0" follows "/" in byte order).
+    static func pathRange(under directory: String) -> (from: String, to: String) {
+        (directory + "/", directory + "0")
+    }
+}

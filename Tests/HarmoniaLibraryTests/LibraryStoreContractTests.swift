@@ -1,0 +1,200 @@
+// LibraryStorePort's contract, on every store — specs/library.md §LibraryStorePort, §Queries
+import HarmoniaCore
+import HarmoniaLibrary
+import Testing
+
+@Suite struct LibraryStoreContractTests {
+    /// A store holding `SampleLibrary.songs`, a playlist and an empty folder.
+    private func sampleStore(_ kind: StoreKind) throws -> (any LibraryStorePort, TemporaryFolder) {
+        let (store, folder) = try kind.make()
+        try store.add(SampleLibrary.songs)
+        try store.upsertDirectory(LibraryDirectory(path: "Empty", modified: 3))
+        try store.upsertPlaylist(LibraryPlaylist(path: "Loose/all.m3u", modified: 4))
+        return (store, folder)
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func listingIsInNaturalOrderAndMissingFolderIsNotFound(kind: StoreKind) throws {
+        let (store, folder) = try sampleStore(kind)
+        defer { store.close(); folder.remove() }
+        let top = try store.listing(of: "")
+        #expect(top.directories.map(\.path) == ["Compilations", "Empty", "Kraftwerk", "Loose", "Sigur Rós"])
+        #expect(top.songs.isEmpty)
+        let loose = try store.listing(of: "Loose")
+        #expect(loose.songs.map(\.path) == ["Loose/track2.wav", "Loose/track10.wav"])
+        #expect(loose.playlists == [LibraryPlaylist(path: "Loose/all.m3u", modified: 4)])
+        #expect(try store.listing(of: "Sigur Rós/Takk").songs.map(\.path)
+                == ["Sigur Rós/Takk/01 Takk.flac", "Sigur Rós/Takk/02 Glósóli.flac", "Sigur Rós/Takk/10 Mílanó.flac"])
+        #expect(throws: CoreError.self) { try store.listing(of: "Nope") }
+        do { _ = try store.listing(of: "Nope"); Issue.record("no error") } catch { #expect(error.category == .notFound) }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func songByPathRoundTripsEveryField(kind: StoreKind) throws {
+        let (store, folder) = try sampleStore(kind)
+        defer { store.close(); folder.remove() }
+        let original = SampleLibrary.songs[3]
+        #expect(try store.song(at: original.path) == original)
+        #expect(try store.song(at: "Kraftwerk/Autobahn/none.mp3") == nil)
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func filtersSelectSongsInPathOrder(kind: StoreKind) throws {
+        let (store, folder) = try sampleStore(kind)
+        defer { store.close(); folder.remove() }
+        func paths(_ filter: LibraryFilter) throws -> [String] { try store.songs(matching: filter).map(\.path) }
+
+        #expect(try paths(.and([])).count == SampleLibrary.songs.count)
+        #expect(try paths(.tag(.artist, TagMatch(.equals, "Sigur Rós")))
+                == ["Sigur Rós/Takk/01 Takk.flac", "Sigur Rós/Takk/02 Glósóli.flac", "Sigur Rós/Takk/10 Mílanó.flac"])
+        #expect(try paths(.tag(.artist, TagMatch(.equals, "sigur rós"))).isEmpty)
+        #expect(try paths(.tag(.artist, TagMatch(.contains, "SIGUR RÓS", foldCase: true))).count == 3)
+        #expect(try paths(.tag(.artist, TagMatch(.contains, "sigur ros", foldCase: true))).isEmpty)
+        #expect(try paths(.tag(.artist, TagMatch(.equals, "strasse", foldCase: true)))
+                == ["Compilations/Mix/a.ogg", "Compilations/Mix/b.ogg"])
+        #expect(try paths(.base("Loose")) == ["Loose/track2.wav", "Loose/track10.wav"])
+        #expect(try paths(.base("Loo")).isEmpty)
+        #expect(try paths(.modifiedSince(2_000)) == ["Kraftwerk/Autobahn/1 Autobahn.mp3"])
+        // AlbumArtist falls back to Artist (MPD): Sigur Rós has none.
+        #expect(try paths(.tag(.albumArtist, TagMatch(.equals, "Sigur Rós"))).count == 3)
+        #expect(try paths(.and([.base("Compilations"), .not(.tag(.albumArtist, TagMatch(.equals, "Various Artists")))]))
+                == ["Compilations/Mix/c.ogg"])
+        // An absent tag equals "" (MPD): songs without a genre.
+        #expect(try paths(.and([.base("Compilations"), .tag(.genre, TagMatch(.equals, ""))])).count == 3)
+        #expect(try paths(.file(TagMatch(.equals, "Loose/track2.wav"))) == ["Loose/track2.wav"])
+        #expect(try paths(.anyTag(TagMatch(.contains, "autobahn", foldCase: true))) == ["Kraftwerk/Autobahn/1 Autobahn.mp3"])
+        #expect(try paths(.tag(.title, TagMatch(.regex, "^M.lan"))) == ["Sigur Rós/Takk/10 Mílanó.flac"])
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func badRegexIsInvalidArgument(kind: StoreKind) throws {
+        let (store, folder) = try sampleStore(kind)
+        defer { store.close(); folder.remove() }
+        for pattern in ["(unclosed", String(repeating: "a", count: 1025)] {
+            do {
+                _ = try store.songs(matching: .tag(.title, TagMatch(.regex, pattern)))
+                Issue.record("no error for \(pattern.prefix(20))")
+            } catch {
+                #expect(error.category == .invalidArgument)
+            }
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func tagValuesListEmptyForMissingTagsAndGroup(kind: StoreKind) throws {
+        let (store, folder) = try sampleStore(kind)
+        defer { store.close(); folder.remove() }
+        let albums = try store.tagValues(.album, groupedBy: [], matching: .and([]))
+        #expect(albums.map(\.value) == ["", "Autobahn", "Mix", "Takk"])
+        let grouped = try store.tagValues(.album, groupedBy: [.albumArtist], matching: .not(.base("Loose")))
+        #expect(grouped == [
+            LibraryTagRow(groups: ["Kraftwerk"], value: "Autobahn"),
+            LibraryTagRow(groups: ["Nobody"], value: "Mix"),
+            LibraryTagRow(groups: ["Sigur Rós"], value: "Takk"),
+            LibraryTagRow(groups: ["Various Artists"], value: "Mix"),
+        ])
+        // Byte order, as MPD's std::map: "STRASSE" < "Straße".
+        #expect(try store.tagValues(.artist, groupedBy: [], matching: .base("Compilations")).map(\.value)
+                == ["Nobody", "STRASSE", "Straße"])
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func countTotalsAndGroups(kind: StoreKind) throws {
+        let (store, folder) = try sampleStore(kind)
+        defer { store.close(); folder.remove() }
+        #expect(try store.count(matching: .base("Sigur Rós")) == LibraryCount(songs: 3, playtime: 372.5 + 55.25 + 644))
+        let byGenre = try store.count(matching: .and([]), groupedBy: .genre)
+        #expect(byGenre.map(\.value) == ["", "Electronic", "Post-rock"])
+        #expect(byGenre[0].count == LibraryCount(songs: 5, playtime: 302))
+        #expect(byGenre[2].count.songs == 3)
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func statsCountDistinctArtistsAlbumsAndLastUpdate(kind: StoreKind) throws {
+        let (store, folder) = try sampleStore(kind)
+        defer { store.close(); folder.remove() }
+        var stats = try store.stats()
+        #expect(stats == LibraryStats(artists: 5, albums: 3, songs: 9, playtime: 372.5 + 55.25 + 644 + 1357 + 300 + 2, lastUpdate: nil))
+        try store.markUpdateComplete(at: 1_700_000_000)
+        stats = try store.stats()
+        #expect(stats.lastUpdate == 1_700_000_000)
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func songsForAddFollowAlbumDiscTrackThenSubfolders(kind: StoreKind) throws {
+        let (store, folder) = try sampleStore(kind)
+        defer { store.close(); folder.remove() }
+        try store.add([SampleLibrary.song("Compilations/zz-top.ogg", [.album: "Zeta"]),
+                       SampleLibrary.song("Compilations/Mix/Bonus/x.ogg", [:])])
+        #expect(try store.songsForAdd(under: "Compilations").map(\.path) == [
+            "Compilations/zz-top.ogg",
+            "Compilations/Mix/c.ogg",  // no disc sorts first
+            "Compilations/Mix/a.ogg",  // disc 1
+            "Compilations/Mix/b.ogg",  // disc 2
+            "Compilations/Mix/Bonus/x.ogg",
+        ])
+        #expect(try store.songsForAdd(under: "Sigur Rós").map(\.tags[.track]) == ["1", "2", "10"])
+        #expect(try store.songsForAdd(under: "").count == SampleLibrary.songs.count + 2)
+        #expect(throws: CoreError.self) { try store.songsForAdd(under: "Missing") }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func allEntriesListSongsPlaylistsThenEachSubfolder(kind: StoreKind) throws {
+        let (store, folder) = try sampleStore(kind)
+        defer { store.close(); folder.remove() }
+        let entries = try store.allEntries(under: "")
+        #expect(entries.map(\.path) == [
+            "Compilations", "Compilations/Mix", "Compilations/Mix/a.ogg", "Compilations/Mix/b.ogg", "Compilations/Mix/c.ogg",
+            "Empty",
+            "Kraftwerk", "Kraftwerk/Autobahn", "Kraftwerk/Autobahn/1 Autobahn.mp3",
+            "Loose", "Loose/track2.wav", "Loose/track10.wav", "Loose/all.m3u",
+            "Sigur Rós", "Sigur Rós/Takk", "Sigur Rós/Takk/01 Takk.flac", "Sigur Rós/Takk/02 Glósóli.flac", "Sigur Rós/Takk/10 Mílanó.flac",
+        ])
+        if case .directory(let first) = entries[0] { #expect(first.modified == 1) } else { Issue.record("not a folder first") }
+        #expect(try store.allEntries(under: "Loose").map(\.path) == ["Loose/track2.wav", "Loose/track10.wav", "Loose/all.m3u"])
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func batchIsInvisibleUntilCommittedAndRollbackDropsIt(kind: StoreKind) throws {
+        let (store, folder) = try kind.make()
+        defer { store.close(); folder.remove() }
+        try store.beginUpdate()
+        #expect(throws: CoreError.invalidState("a library update batch is already open")) { try store.beginUpdate() }
+        try store.upsertDirectory(LibraryDirectory(path: "A", modified: 1))
+        try store.upsertSong(SampleLibrary.song("A/x.flac", [.title: "X"]))
+        #expect(try store.song(at: "A/x.flac") == nil)
+        try store.commitUpdate()
+        #expect(try store.song(at: "A/x.flac")?.tags[.title] == "X")
+
+        try store.beginUpdate()
+        try store.deleteSong(at: "A/x.flac")
+        store.rollbackUpdate()
+        #expect(try store.song(at: "A/x.flac") != nil)
+        #expect(throws: CoreError.self) { try store.commitUpdate() }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func writesNeedTheirFolderAndDeletingAFolderDeletesItsContents(kind: StoreKind) throws {
+        let (store, folder) = try sampleStore(kind)
+        defer { store.close(); folder.remove() }
+        do { try store.upsertSong(SampleLibrary.song("Nowhere/x.flac", [:])); Issue.record("no error") } catch { #expect(error.category == .notFound) }
+        do { try store.upsertDirectory(LibraryDirectory(path: "No/Parent", modified: 1)); Issue.record("no error") } catch { #expect(error.category == .notFound) }
+        do { try store.deleteDirectory(at: ""); Issue.record("no error") } catch { #expect(error.category == .invalidArgument) }
+        try store.deleteDirectory(at: "Compilations")
+        #expect(try store.songs(matching: .base("Compilations")).isEmpty)
+        #expect(throws: CoreError.self) { try store.listing(of: "Compilations/Mix") }
+        #expect(try store.stats().songs == SampleLibrary.songs.count - 3)
+        try store.deletePlaylist(at: "Loose/all.m3u")
+        #expect(try store.listing(of: "Loose").playlists.isEmpty)
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func closedStoreThrowsInvalidState(kind: StoreKind) throws {
+        let (store, folder) = try sampleStore(kind)
+        defer { folder.remove() }
+        store.close()
+        store.close()
+        do { _ = try store.stats(); Issue.record("no error") } catch { #expect(error.category == .invalidState) }
+        do { try store.beginUpdate(); Issue.record("no error") } catch { #expect(error.category == .invalidState) }
+    }
+}

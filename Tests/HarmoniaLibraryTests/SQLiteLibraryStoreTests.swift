@@ -1,0 +1,152 @@
+// The SQLite store's own guarantees — specs/library.md §Store
+import Foundation
+import HarmoniaCore
+import HarmoniaLibrary
+@testable import HarmoniaSQLite
+import Testing
+
+@Suite struct SQLiteLibraryStoreTests {
+    @Test func newFileGetsTheCurrentSchemaInWALAndReopens() throws {
+        let folder = try TemporaryFolder("sqlite")
+        defer { folder.remove() }
+        let file = folder.path + "/library.db"
+        let store = try SQLiteLibraryStore(file: file)
+        try store.add(SampleLibrary.songs)
+        store.close()
+        let raw = try SQLiteConnection(file: file, readOnly: true)
+        #expect(try raw.integer("PRAGMA user_version") == Int64(SQLiteLibrarySchema.version))
+        #expect(try raw.text("PRAGMA journal_mode") == "wal")
+        #expect(try raw.integer("SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = 'song_artist'") == 1)
+        raw.close()
+        let again = try SQLiteLibraryStore(file: file)
+        defer { again.close() }
+        #expect(try again.stats().songs == SampleLibrary.songs.count)
+        #expect(try again.integrityProblems().isEmpty)
+    }
+
+    @Test func versionZeroDatabaseIsMigratedAndAFutureVersionRefused() throws {
+        let folder = try TemporaryFolder("sqlite")
+        defer { folder.remove() }
+        // Version 0 with an unrelated table of someone else's: migrated beside it.
+        let old = folder.path + "/old.db"
+        let raw = try SQLiteConnection(file: old, readOnly: false)
+        try raw.execute("CREATE TABLE notes (text TEXT); INSERT INTO notes VALUES ('kept')")
+        raw.close()
+        let migrated = try SQLiteLibraryStore(file: old)
+        #expect(try migrated.stats().songs == 0)
+        migrated.close()
+
+        let future = folder.path + "/future.db"
+        let newer = try SQLiteConnection(file: future, readOnly: false)
+        try newer.execute("PRAGMA user_version = \(SQLiteLibrarySchema.version + 1)")
+        newer.close()
+        do {
+            _ = try SQLiteLibraryStore(file: future)
+            Issue.record("opened a future schema")
+        } catch {
+            #expect(error.category == .unsupported)
+            #expect(error.message.contains("schema version \(SQLiteLibrarySchema.version + 1)"))
+        }
+    }
+
+    @Test func notADatabaseIsAClearDecodeError() throws {
+        let folder = try TemporaryFolder("sqlite")
+        defer { folder.remove() }
+        let file = folder.path + "/library.db"
+        try Data((0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }).write(to: URL(fileURLWithPath: file))
+        do {
+            _ = try SQLiteLibraryStore(file: file)
+            Issue.record("opened garbage")
+        } catch {
+            #expect(error.category == .decodeError)
+            #expect(error.message.contains(file))
+            #expect(error.message.contains("move the file away"))
+        }
+        do {
+            _ = try SQLiteLibraryStore(file: folder.path + "/missing/folder/library.db")
+            Issue.record("opened in a missing folder")
+        } catch {
+            #expect(error.category == .ioError)
+        }
+    }
+
+    @Test func hostileValuesAreCheckedNotTrappedOn() throws {
+        let folder = try TemporaryFolder("sqlite")
+        defer { folder.remove() }
+        let file = folder.path + "/library.db"
+        try SQLiteLibraryStore(file: file).close()
+        let raw = try SQLiteConnection(file: file, readOnly: false)
+        try raw.execute("""
+            INSERT INTO song(directory_id, path, modified, size, duration, format)
+                VALUES (1, 'huge.flac', 1e300, -5, 1e999, NULL),
+                       (1, 'nan.flac', 'text', 9e18, -3.5, 'x'),
+                       (1, 'blob.flac', x'00ff', 1, 'abc', x'c3');
+            INSERT INTO library_state(key, value) VALUES ('last_update', 1e308);
+            """)
+        raw.close()
+        let store = try SQLiteLibraryStore(file: file)
+        defer { store.close() }
+        let songs = try store.songs(matching: .and([]))
+        #expect(songs.count == 3)
+        let huge = try #require(songs.first { $0.path == "huge.flac" })
+        #expect(huge.modified == Int64.max && huge.size == 0 && huge.duration == nil)
+        let nan = try #require(songs.first { $0.path == "nan.flac" })
+        #expect(nan.duration == nil)
+        let stats = try store.stats()
+        #expect(stats.playtime.isFinite)
+        #expect(stats.lastUpdate == Int64.max)
+        _ = try store.count(matching: .and([]), groupedBy: .artist)
+    }
+
+    @Test func readsSeeTheLastCommitWhileABatchIsOpen() throws {
+        let folder = try TemporaryFolder("sqlite")
+        defer { folder.remove() }
+        let store = try SQLiteLibraryStore(file: folder.path + "/library.db")
+        defer { store.close() }
+        try store.add(Array(SampleLibrary.songs.prefix(3)))
+        try store.beginUpdate()
+        try store.deleteDirectory(at: "Sigur Rós")
+        // Another thread's query is answered from the committed state, not blocked.
+        let seen = try Thread.runAndWait { try store.songs(matching: .and([])).count }
+        #expect(seen == 3)
+        try store.commitUpdate()
+        #expect(try store.songs(matching: .and([])).isEmpty)
+    }
+
+    @Test func pushdownKeepsEverySongTheFilterMatches() throws {
+        let folder = try TemporaryFolder("sqlite")
+        defer { folder.remove() }
+        let sqlite = try SQLiteLibraryStore(file: folder.path + "/library.db")
+        defer { sqlite.close() }
+        let memory = InMemoryLibraryStore()
+        try sqlite.add(SampleLibrary.songs)
+        try memory.add(SampleLibrary.songs)
+        let filters: [LibraryFilter] = [
+            .tag(.albumArtist, TagMatch(.equals, "Kraftwerk")), .tag(.albumArtist, TagMatch(.equals, "Nobody")),
+            .and([.base("Sigur Rós/Takk"), .modifiedSince(0), .tag(.album, TagMatch(.equals, "Takk"))]),
+            .base("Loose/track2.wav"), .file(TagMatch(.equals, "Loose/track10.wav")),
+            .tag(.genre, TagMatch(.equals, "")), .not(.base("Loose")),
+        ]
+        for filter in filters {
+            #expect(try sqlite.songs(matching: filter) == (try memory.songs(matching: filter)), "\(filter)")
+        }
+    }
+}
+
+extension Thread {
+    /// Runs `body` on a new thread and waits for its result.
+    static func runAndWait<T: Sendable>(_ body: @escaping @Sendable () throws -> T) throws -> T {
+        let result = LockedResult<T>()
+        let done = DispatchSemaphore(value: 0)
+        Thread { result.set(Result { try body() }); done.signal() }.start()
+        done.wait()
+        return try result.get()
+    }
+}
+
+private final class LockedResult<T: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Result<T, any Error>?
+    func set(_ value: Result<T, any Error>) { lock.withLock { self.value = value } }
+    func get() throws -> T { try lock.withLock { value! }.get() }
+}
