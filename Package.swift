@@ -108,7 +108,7 @@ let package = Package(
         // the player is a frontend of it.
         .target(
             name: "HarmoniaControl",
-            dependencies: ["HarmoniaCore"]
+            dependencies: ["HarmoniaCore", "HarmoniaLibrary"]
         ),
         // A driving adapter: MPD's protocol over TCP, on the library.
         .target(
@@ -129,6 +129,8 @@ let package = Package(
                 "HarmoniaCore",
                 "HarmoniaControl",
                 "HarmoniaFFmpeg",
+                "HarmoniaLibrary",
+                "HarmoniaSQLite",
                 "HarmoniaLinux",
                 "HarmoniaMPRIS",
                 "HarmoniaPulseAudio",

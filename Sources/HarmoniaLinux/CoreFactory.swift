@@ -29,6 +29,9 @@ public struct CoreFactory: Sendable {
         /// An IEEE-float WAV (or raw f32le for a `.f32`/`.raw` path or a
         /// device such as /dev/null), written as fast as decoding goes.
         case file(path: String)
+        /// The same file, written in real time as a device plays (a server's
+        /// output: positions are heard positions; a flush drops what was not played).
+        case pacedFile(path: String)
         /// An output the caller built.
         case custom(any AudioOutputPort)
     }
@@ -92,6 +95,8 @@ public struct CoreFactory: Sendable {
                                    ringFrames: Int(configuration.decodeAhead * 96_000))
         case .file(let path):
             return FileAudioOutput(path: path)
+        case .pacedFile(let path):
+            return FileAudioOutput(path: path, pacedBy: clock, ringFrames: Int(configuration.decodeAhead * 96_000))
         case .custom(let port):
             return port
         }

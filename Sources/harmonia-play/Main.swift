@@ -31,7 +31,7 @@ struct HarmoniaPlay: ParsableCommand {
               harmonia-play vectors specs/vectors/*.json
             """,
         version: HarmoniaVersion.string,
-        subcommands: [PlayCommand.self, InfoCommand.self, DecodeCommand.self, VectorsCommand.self],
+        subcommands: [PlayCommand.self, ServeCommand.self, InfoCommand.self, DecodeCommand.self, VectorsCommand.self],
         defaultSubcommand: PlayCommand.self
     )
 }

@@ -157,6 +157,7 @@ public final class StateKeeper: PlayerFrontend {
     private var lastSaved: PlayerState?
     private var positionSavedAt = 0.0
     private var reportedFailure = false
+    private var frozen = false
 
     public init(file: PlayerStateFile, service: DefaultPlaybackService) {
         self.file = file
@@ -174,10 +175,18 @@ public final class StateKeeper: PlayerFrontend {
         }
     }
 
+    /// A signal ends the player: the state as it is now, playing included,
+    /// is what a restart comes back to (the stop that follows is not saved).
+    public func interrupted() {
+        save()
+        frozen = true
+    }
+
     public func shutdown() { save() }
 
     /// Writes the state now, unless it is the one last written.
     public func save() {
+        guard !frozen else { return }
         let state = PlayerState(of: service)
         guard state != lastSaved else { return }
         do throws(CoreError) {
@@ -214,7 +223,7 @@ public final class StateKeeper: PlayerFrontend {
             default: break
             }
         } catch {
-            // Reported through the service's error event when it has one.
+            Console.err("harmonia-play: the saved state could not be restored: \(error.category.rawValue): \(Console.oneLine(error.message))")
         }
     }
 }

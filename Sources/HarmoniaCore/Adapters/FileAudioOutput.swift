@@ -43,13 +43,15 @@ public final class FileAudioOutput: AudioOutputPort, @unchecked Sendable {
     /// Creates the output. Nothing is opened yet: the first `configure`
     /// creates or truncates the file. A path ending in `.wav`
     /// (any case) gets a WAV header; any other path gets raw float32.
-    /// - Parameter clock: paces the output in real time when given.
-    public init(path: String, pacedBy clock: (any ClockPort)? = nil) {
+    /// - Parameters:
+    ///   - clock: paces the output in real time when given.
+    ///   - ringFrames: paced, how many frames may wait to be played.
+    public init(path: String, pacedBy clock: (any ClockPort)? = nil, ringFrames: Int = 16384) {
         self.path = path
         isWAV = path.lowercased().hasSuffix(".wav")
         events = hub.stream()
         if let clock {
-            let pacer = NullAudioOutput(pace: .realTime(clock), periodFrames: 1024, ringFrames: 16384) { [weak self] samples, frames, _ in
+            let pacer = NullAudioOutput(pace: .realTime(clock), periodFrames: 1024, ringFrames: ringFrames) { [weak self] samples, frames, _ in
                 self?.append(samples, frameCount: frames)
             }
             pacer.observe { [hub] in hub.emit($0) }

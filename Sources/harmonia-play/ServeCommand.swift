@@ -1,0 +1,237 @@
+// harmonia-play serve: a music server on a library, driven by MPD's clients
+// (and the JSON-lines control socket) — specs/application.md §serve
+import ArgumentParser
+import Foundation
+import HarmoniaControl
+import HarmoniaCore
+import HarmoniaFFmpeg
+import HarmoniaLibrary
+import HarmoniaLinux
+import HarmoniaPulseAudio
+import HarmoniaSQLite
+import Logging
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct ServeCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Run as a music server: a library of a music folder, played through one queue that MPD clients (mpc, ncmpcpp, phone apps) drive.",
+        discussion: """
+            Runs in the foreground until SIGINT or SIGTERM (exit 130 or 143). The library
+            is scanned when the database is new and on MPD's update/rescan. With a state
+            file (by default under $XDG_STATE_HOME), the queue, current track, position,
+            volume and modes come back after a restart.
+
+            Security: the MPD port listens on 127.0.0.1 unless told otherwise; any other
+            address needs --password. Paths that clients name stay inside --music-dir.
+
+            Examples:
+              harmonia-play serve --music-dir ~/Music
+              harmonia-play serve --music-dir /srv/music --mpd-listen 0.0.0.0:6600 --password s3cret
+              mpc -p 6600 update && mpc -p 6600 add / && mpc -p 6600 play
+            """
+    )
+
+    @Option(name: .customLong("music-dir"), help: ArgumentHelp("The music folder (default: ~/Music).", valueName: "DIR"))
+    var musicDir: String?
+
+    @Option(help: ArgumentHelp("The library database (default: $XDG_DATA_HOME/harmonia-play/library.sqlite).", valueName: "FILE"))
+    var database: String?
+
+    @Option(help: ArgumentHelp("The state file, or 'off' (default: $XDG_STATE_HOME/harmonia-play/state.json).", valueName: "FILE|off"))
+    var state: String?
+
+    @Option(name: .customLong("mpd-listen"), help: ArgumentHelp("Where MPD clients connect, or 'off' (default 127.0.0.1:6600; an address beyond loopback needs --password).", valueName: "[ADDR:]PORT|off"))
+    var mpdListen: String = "127.0.0.1:6600"
+
+    @Option(help: ArgumentHelp("The password MPD clients must give (MPD's 'password' command) before anything else.", valueName: "SECRET"))
+    var password: String?
+
+    @Option(help: ArgumentHelp("Where the sound goes: 'pulse', 'null' (no sound) or 'file:PATH' (float32, written in real time as heard).", valueName: "pulse|null|file:PATH"))
+    var output: OutputChoice = .pulse
+
+    @Option(help: ArgumentHelp("PulseAudio sink name.", valueName: "SINK"))
+    var device: String?
+
+    @Option(help: ArgumentHelp("Also take JSON-line commands on a Unix socket at PATH (specs/control-protocol.md).", valueName: "unix:PATH"))
+    var control: ControlTransport?
+
+    @Flag(help: "No line per track started (errors still go to stderr).")
+    var quiet = false
+
+    @Option(name: .customLong("log-level"), help: ArgumentHelp("Lowest level logged on stderr.", valueName: "LEVEL"))
+    var logLevel: Logger.Level = .warning
+
+    func validate() throws {
+        if control == .stdin { throw ValidationError("--control: serve takes unix:PATH only (stdin is not a server's)") }
+        if case .unix(let path)? = control, path.utf8.count > 107 {
+            throw ValidationError("--control unix:PATH: the path is longer than 107 bytes")
+        }
+        if mpdListen != "off" {
+            guard let endpoint = ListenAddress(mpdListen) else {
+                throw ValidationError("--mpd-listen must be [ADDR:]PORT with a numeric address (127.0.0.1:6600, [::1]:6600, 6600) or 'off'; got '\(mpdListen.prefix(80))'")
+            }
+            if !endpoint.isLoopback && (password ?? "").isEmpty {
+                throw ValidationError("--mpd-listen \(mpdListen) reaches beyond this machine: anyone on the network could control the player. Give --password SECRET, or listen on 127.0.0.1")
+            }
+        }
+        if password?.isEmpty == true { throw ValidationError("--password must not be empty") }
+    }
+
+    func run() throws {
+        StderrLogHandler.bootstrap()
+        let paths = ServePaths(musicDir: musicDir, database: database, state: state)
+        let musicDirectory: MusicDirectory
+        let store: SQLiteLibraryStore
+        do throws(CoreError) {
+            musicDirectory = try MusicDirectory(root: paths.musicDir)
+            try ServePaths.makeFolder(for: paths.database)
+            if let state = paths.state { try ServePaths.makeFolder(for: state) }
+            store = try SQLiteLibraryStore(file: paths.database)
+        } catch {
+            ConsoleLines.report(error)
+            throw ExitCode(1)
+        }
+        defer { store.close() }
+        let tagReader = FFmpegTagReaderAdapter()
+        let scanner = LibraryScanner(musicDirectory: musicDirectory, store: store, readTags: tagReader.readWithStreamInfo(url:),
+                                     warn: { Console.err("harmonia-play: library: " + Console.oneLine($0)) })
+        let updater = LibraryUpdater(scanner: scanner)
+        defer { updater.close() }
+
+        var configuration = PlaybackConfiguration()
+        configuration.positionInterval = 1
+        let serviceLogger: any LoggerPort = logLevel <= .info
+            ? SwiftLogLoggerAdapter(label: "harmonia", level: logLevel) : NoopLoggerAdapter()
+        var factory = CoreFactory(output: factoryOutput, configuration: configuration, logger: serviceLogger)
+        let decoder = FFmpegDecoderAdapter(logger: SwiftLogLoggerAdapter(label: "harmonia.ffmpeg", level: logLevel))
+        factory.decoder = decoder
+        let service = factory.makePlaybackService()
+        let actions = PlayerActions(service: service)
+        let player = PlayerApplication(service: service, actions: actions)
+        player.interruptIO = { decoder.interruptAll() }
+        player.reportError = ConsoleLines.report
+        // A client that went away is a failed write, not a fatal signal.
+        signal(SIGPIPE, SIG_IGN)
+
+        var controlServer: ControlServer?
+        if let control {
+            let dispatcher = ControlDispatcher(service: service, actions: actions, readInfo: tagReader.readWithStreamInfo(url:))
+            let session = ControlSession(dispatcher: dispatcher, transport: control, json: false)
+            controlServer = session.server
+            player.add(session)
+        }
+        player.add(ConsoleLines(service: service, quiet: quiet, fixedCount: nil))
+        player.add(ServerLifetime())
+        if let statePath = paths.state {
+            let file = PlayerStateFile(path: statePath)
+            do throws(CoreError) {
+                if let saved = try file.load() { StateKeeper.restore(saved, on: service) }
+            } catch {
+                ConsoleLines.report(error)  // a damaged state file: start empty, say so
+            }
+            player.add(StateKeeper(file: file, service: service))
+        }
+        player.abandon = { [controlServer] signo in
+            controlServer?.shutdown(drainSeconds: 0)
+            _exit(128 + signo)
+        }
+        if (try? store.stats().lastUpdate) == nil { updater.requestUpdate() }  // a new database
+        switch player.run([]) {
+        case .finished(let failures):
+            if failures > 0 { throw ExitCode(1) }
+        case .interrupted(let signo):
+            throw ExitCode(128 + signo)
+        case .quit:
+            break
+        }
+    }
+
+    private var factoryOutput: CoreFactory.Output {
+        switch output {
+        case .pulse:
+            var options = PulseAudioOutputAdapter.Options()
+            options.device = device
+            options.applicationName = "harmonia-play"
+            return .pulseAudio(options)
+        case .null:
+            return .null
+        case .file(let path):
+            return .pacedFile(path: path)  // positions are heard positions on every output
+        }
+    }
+}
+
+/// Keeps a server running at the end of its queue: only a signal ends it.
+final class ServerLifetime: PlayerFrontend {
+    var waitsForCommands: Bool { true }
+}
+
+/// Where `serve` keeps its files: the flags, else the XDG base directories.
+struct ServePaths {
+    let musicDir: String
+    let database: String
+    /// nil: no state file (`--state off`).
+    let state: String?
+
+    init(musicDir: String?, database: String?, state: String?, environment: [String: String] = ProcessInfo.processInfo.environment) {
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        func base(_ variable: String, _ fallback: String) -> String {
+            // XDG: a relative value is invalid and ignored.
+            if let value = environment[variable], value.hasPrefix("/") { return value }
+            return home + "/" + fallback
+        }
+        self.musicDir = musicDir ?? home + "/Music"
+        self.database = database ?? base("XDG_DATA_HOME", ".local/share") + "/harmonia-play/library.sqlite"
+        self.state = state == "off" ? nil : (state ?? base("XDG_STATE_HOME", ".local/state") + "/harmonia-play/state.json")
+    }
+
+    /// Creates the folder holding `file` (mode 0700 for what it creates).
+    static func makeFolder(for file: String) throws(CoreError) {
+        let folder = (file as NSString).deletingLastPathComponent
+        guard !folder.isEmpty else { return }
+        do {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw .ioError("\(folder): cannot create the folder (\(error.localizedDescription))")
+        }
+    }
+}
+
+/// `[ADDR:]PORT` with a numeric address: "6600", "127.0.0.1:6600", "[::1]:6600", "0.0.0.0:6600".
+struct ListenAddress: Equatable {
+    let host: String
+    let port: UInt16
+
+    init?(_ text: String, defaultHost: String = "127.0.0.1") {
+        var host = defaultHost
+        var portText = Substring(text)
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") else { return nil }
+            host = String(text[text.index(after: text.startIndex)..<close])
+            portText = text[text.index(close, offsetBy: 2)...]
+        } else if let colon = text.lastIndex(of: ":") {
+            host = String(text[..<colon])
+            portText = text[text.index(after: colon)...]
+        }
+        guard !portText.isEmpty, portText.count <= 5, portText.allSatisfy(\.isASCII), let port = UInt16(portText), port > 0 else { return nil }
+        guard Self.isNumeric(host) else { return nil }
+        self.host = host
+        self.port = port
+    }
+
+    /// 127.0.0.0/8 or ::1.
+    var isLoopback: Bool {
+        var v4 = in_addr()
+        if inet_pton(AF_INET, host, &v4) == 1 { return UInt32(bigEndian: v4.s_addr) >> 24 == 127 }
+        return host == "::1"
+    }
+
+    private static func isNumeric(_ host: String) -> Bool {
+        var v4 = in_addr(), v6 = in6_addr()
+        return inet_pton(AF_INET, host, &v4) == 1 || inet_pton(AF_INET6, host, &v6) == 1
+    }
+}
