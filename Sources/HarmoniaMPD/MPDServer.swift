@@ -63,6 +63,21 @@ public final class MPDServer: @unchecked Sendable {
     /// Connections open now.
     public var connectionCount: Int { lock.withLock { connections.count } }
 
+    /// Waits until `condition(connectionCount)` holds or `timeout` seconds
+    /// pass; returns whether it held. For owners and tests that must see a
+    /// client come or go (a dropped client is removed once its threads end).
+    public func waitForConnections(timeout: Double, until condition: (Int) -> Bool) -> Bool {
+        let deadline = monotonicSeconds() + timeout
+        return lock.withLock {
+            while !condition(connections.count) {
+                let left = deadline - monotonicSeconds()
+                if left <= 0 { return false }
+                lock.wait(seconds: left)
+            }
+            return true
+        }
+    }
+
     /// Tells every client that `changed` subsystems changed (MPD's idle
     /// events): an idling client subscribed to one of them is answered now;
     /// the others see them at their next `idle`. Any thread; never blocks on
@@ -106,6 +121,7 @@ public final class MPDServer: @unchecked Sendable {
                 }
                 nextID += 1
                 connections[connection.id] = connection
+                lock.broadcast()
                 return connection
             }
             guard let connection else {

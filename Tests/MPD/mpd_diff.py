@@ -15,12 +15,15 @@ Subcommands (all waits are bounded; a private mpd is killed on every exit path):
   compare A B                    compare two recordings; exit 1 on differences
   selftest [--keep DIR]          music tree + two private mpds + the default session:
                                  the two recordings must be equal (exit 0)
+  against --port P [--script F]  the session on a server at 127.0.0.1:P and on a private
+          [--music DIR]          mpd (DIR, or an empty tree): exit 1 when they differ
+          [--tag-order]
 
 Session files: one raw command line per line, sent as is with "\\n". Blank lines
 and lines starting with '#' are skipped. Lines between command_list_begin /
 command_list_ok_begin and command_list_end are sent together and answered once.
-After `idle ...` the next line (normally `noidle`) is sent before reading, so the
-idle answer is recorded against the idle line. An answer ends at "OK", at an
+An `idle ...` line followed by `noidle` is sent with it, so the idle answer is
+recorded against the pair; a lone `noidle` gets no answer and none is read. An answer ends at "OK", at an
 "ACK ..." line, or when the server closes the connection ("<closed>").
 
 Use /usr/bin/python3 (Debian's); nothing outside the standard library is needed.
@@ -286,7 +289,7 @@ def record(host, port, lines):
                 while i < len(lines) and batch[-1] != "command_list_end":
                     batch.append(lines[i])
                     i += 1
-            elif (batch[0] == "idle" or batch[0].startswith("idle ")) and i < len(lines):
+            elif (batch[0] == "idle" or batch[0].startswith("idle ")) and i < len(lines) and lines[i] == "noidle":
                 batch.append(lines[i])  # the noidle that ends it
                 i += 1
             try:
@@ -295,6 +298,11 @@ def record(host, port, lines):
             except OSError:
                 exchanges.append({"send": batch, "answer": ["<closed>"]})
                 break
+            if batch == ["noidle"]:
+                # Outside idle, noidle has no answer: nothing to wait for. A
+                # server that answers anyway shifts the next exchange.
+                exchanges.append({"send": batch, "answer": []})
+                continue
             answer = c.read_answer()
             exchanges.append({"send": batch, "answer": answer})
         return {"greeting": "OK MPD <version>" if c.greeting.startswith("OK MPD ") else c.greeting,
@@ -309,10 +317,20 @@ Written normalisation (everything else is compared byte for byte):
   - status: `playlist: N` -> `playlist: <version>`; `updating_db: N` -> `updating_db: <job>`;
     `mixrampdb: X` -> `mixrampdb: <mixrampdb>`.
   - stats: `uptime`, `playtime`, `db_update` values -> `<time>`.
-  - queue ids: values of `Id:`, `songid:`, `nextsongid:`, `cpos`/`Id` in plchangesposid and
-    `addid`'s `Id:` are renamed by order of first appearance in the recording (<id1>, <id2>, ...).
+  - queue ids: values of `Id:` (playlistinfo, addid, plchangesposid), `songid:` and
+    `nextsongid:` are renamed by order of first appearance in the recording (<id1>, <id2>, ...).
   - `Last-Modified` is kept (the tree has fixed mtimes).
+  - only with --tag-order: a song's tag lines are sorted into MPD's tag-type order (MPD
+    prints them in the file's order; HarmoniaMPD in tag-type order).
 """
+
+# MPD's tag names in its tag-type order (src/tag/Names.c, 0.23).
+TAG_ORDER = ["Artist", "ArtistSort", "Album", "AlbumSort", "AlbumArtist", "AlbumArtistSort", "Title",
+             "Track", "Name", "Genre", "Date", "OriginalDate", "Composer", "ComposerSort", "Performer",
+             "Conductor", "Work", "Movement", "MovementNumber", "Ensemble", "Location", "Grouping",
+             "Comment", "Disc", "Label", "MUSICBRAINZ_ARTISTID", "MUSICBRAINZ_ALBUMID",
+             "MUSICBRAINZ_ALBUMARTISTID", "MUSICBRAINZ_TRACKID", "MUSICBRAINZ_RELEASETRACKID",
+             "MUSICBRAINZ_WORKID"]
 
 VOLATILE = {
     "playlist": "<version>", "updating_db": "<job>", "mixrampdb": "<mixrampdb>",
@@ -321,7 +339,22 @@ VOLATILE = {
 ID_KEYS = ("Id", "songid", "nextsongid")
 
 
-def normalise(recording):
+def sort_tag_runs(lines):
+    """Sorts each run of consecutive tag lines by MPD's tag-type order (stable)."""
+    out, run = [], []
+    for line in lines + [None]:
+        key = line.partition(": ")[0] if line is not None else None
+        if key in TAG_ORDER:
+            run.append(line)
+            continue
+        out += sorted(run, key=lambda l: TAG_ORDER.index(l.partition(": ")[0]))
+        run = []
+        if line is not None:
+            out.append(line)
+    return out
+
+
+def normalise(recording, tag_order=False):
     ids = {}
     out = []
     for exchange in recording["exchanges"]:
@@ -334,6 +367,8 @@ def normalise(recording):
                 ids.setdefault(value, f"<id{len(ids) + 1}>")
                 line = f"{key}: {ids[value]}"
             answer.append(line)
+        if tag_order:
+            answer = sort_tag_runs(answer)
         out.append({"send": exchange["send"], "answer": answer})
     return {"greeting": recording["greeting"], "exchanges": out}
 
@@ -346,9 +381,9 @@ def render(recording):
     return lines
 
 
-def compare(a, b, name_a="A", name_b="B"):
+def compare(a, b, name_a="A", name_b="B", tag_order=False):
     """Prints a unified diff of the normalised recordings; returns True when equal."""
-    left, right = render(normalise(a)), render(normalise(b))
+    left, right = render(normalise(a, tag_order)), render(normalise(b, tag_order))
     if left == right:
         print(f"equal: {len(a['exchanges'])} exchanges")
         return True
@@ -373,6 +408,12 @@ def main():
     p = sub.add_parser("compare")
     p.add_argument("a")
     p.add_argument("b")
+    p.add_argument("--tag-order", action="store_true", help="sort tag lines into MPD's tag-type order")
+    p = sub.add_parser("against")
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--script", default=DEFAULT_SESSION)
+    p.add_argument("--music")
+    p.add_argument("--tag-order", action="store_true")
     p = sub.add_parser("selftest")
     p.add_argument("--keep", help="keep the music tree and mpd dirs here")
     p.add_argument("--script", default=DEFAULT_SESSION)
@@ -400,7 +441,22 @@ def main():
     if args.command == "compare":
         a, b = (json.load(open(path, encoding="utf-8")) for path in (args.a, args.b))
         print(NORMALISATION)
-        return 0 if compare(a, b, args.a, args.b) else 1
+        return 0 if compare(a, b, args.a, args.b, args.tag_order) else 1
+    if args.command == "against":
+        lines = load_session(args.script)
+        theirs = record("127.0.0.1", args.port, lines)
+        base = tempfile.mkdtemp(prefix="mpd-diff-against-")
+        try:
+            music = args.music or os.path.join(base, "music")
+            os.makedirs(music, exist_ok=True)
+            work = os.path.join(base, "mpd")
+            os.makedirs(work)
+            with PrivateMPD(music, work) as server:
+                reference = record("127.0.0.1", server.port, lines)
+            print(NORMALISATION)
+            return 0 if compare(reference, theirs, "mpd", f"127.0.0.1:{args.port}", args.tag_order) else 1
+        finally:
+            shutil.rmtree(base, ignore_errors=True)
     if args.command == "selftest":
         base = args.keep or tempfile.mkdtemp(prefix="mpd-diff-selftest-")
         try:
@@ -413,6 +469,18 @@ def main():
                 with PrivateMPD(music, work) as server:
                     recordings.append(record("127.0.0.1", server.port, lines))
             print(NORMALISATION)
+            # The comparison must be able to fail: a changed answer is reported.
+            tampered = json.loads(json.dumps(recordings[1]))
+            tampered["exchanges"][0]["answer"].insert(0, "tampered: yes")
+            with open(os.devnull, "w") as sink:
+                stdout, sys.stdout = sys.stdout, sink
+                try:
+                    caught = not compare(recordings[0], tampered)
+                finally:
+                    sys.stdout = stdout
+            if not caught:
+                print("selftest: a tampered recording compared equal")
+                return 1
             return 0 if compare(recordings[0], recordings[1], "mpd-a", "mpd-b") else 1
         finally:
             if not args.keep:
