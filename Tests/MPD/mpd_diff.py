@@ -9,7 +9,7 @@ small music tree built from the repository's fixtures.
 Subcommands (all waits are bounded; a private mpd is killed on every exit path):
 
   make-music DIR                 build the music tree from Tests/Fixtures/audio (ffmpeg tags)
-  serve --music DIR              start a private mpd, print its port, run until Ctrl-C
+  serve --music DIR              start a private mpd, print its port, run until Ctrl-C / SIGTERM
   record --port P --script F     run the session F ('-' = stdin) against host:port, write
          [--host H] [--out R]    the recording R (JSON; default: print it readably)
   compare A B                    compare two recordings; exit 1 on differences
@@ -111,6 +111,7 @@ class PrivateMPD:
 
     def __init__(self, music, workdir=None):
         self.music = os.path.abspath(music)
+        self.owns_dir = workdir is None  # a temp dir of our own is removed at exit
         self.dir = workdir or tempfile.mkdtemp(prefix="mpd-diff-")
         self.process = None
         self.port = None
@@ -121,6 +122,8 @@ class PrivateMPD:
 
     def __exit__(self, *exc):
         self.stop()
+        if self.owns_dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
     def config(self):
         d = self.dir
@@ -418,6 +421,10 @@ def main():
     p.add_argument("--keep", help="keep the music tree and mpd dirs here")
     p.add_argument("--script", default=DEFAULT_SESSION)
     args = parser.parse_args()
+    # SIGTERM and SIGINT (ignored in a backgrounded shell job otherwise) end the
+    # run through the context managers, so a private mpd is always killed.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
     if args.command == "make-music":
         make_music(args.dir)
@@ -427,7 +434,7 @@ def main():
             print(f"mpd on 127.0.0.1:{server.port} (dir {server.dir}); Ctrl-C stops it", flush=True)
             try:
                 server.process.wait()
-            except KeyboardInterrupt:
+            except (KeyboardInterrupt, SystemExit):
                 pass
         return 0
     if args.command == "record":
