@@ -1,0 +1,282 @@
+// One client connection — specs/mpd-protocol.md §Connections
+//
+// A reader thread reads lines and runs each command (MPDConnection+Lines);
+// answers, and idle notifications posted from any thread, go into a bounded
+// outbox that a writer thread sends. The discipline is harmonia-play's
+// control socket's (Sources/harmonia-play/Control/ControlServer.swift).
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import HarmoniaCore
+
+/// What the server shares with every connection. Immutable.
+final class MPDDispatch: Sendable {
+    let configuration: MPDServerConfiguration
+    let handler: any MPDCommandHandler
+    /// By name: the row and whether the connection answers it itself.
+    let table: [String: (info: MPDCommandInfo, builtin: Bool)]
+    /// Every row, sorted by name (`commands`, `notcommands`).
+    let sorted: [MPDCommandInfo]
+
+    /// The commands a connection answers itself, as MPD's table has them.
+    static let builtins = [
+        MPDCommandInfo("binarylimit", [], .exactly(1)),
+        MPDCommandInfo("close", [], .unchecked),
+        MPDCommandInfo("commands", [], .none),
+        MPDCommandInfo("idle", .read, .range(0, nil)),
+        MPDCommandInfo("notcommands", [], .none),
+        MPDCommandInfo("password", [], .exactly(1)),
+        MPDCommandInfo("ping", [], .none),
+        MPDCommandInfo("tagtypes", [], .range(0, nil)),
+    ]
+
+    init(configuration: MPDServerConfiguration, handler: any MPDCommandHandler) {
+        self.configuration = configuration
+        self.handler = handler
+        var table: [String: (info: MPDCommandInfo, builtin: Bool)] = [:]
+        for info in handler.commands { table[info.name] = (info, false) }
+        for info in Self.builtins { table[info.name] = (info, true) }  // ours win
+        self.table = table
+        self.sorted = table.values.map(\.info).sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
+    }
+}
+
+/// One client. Created by the server's accept thread; `start` runs its two
+/// threads; the last of them to end closes the socket and calls `onEnd`.
+final class MPDConnection: @unchecked Sendable {
+    let id: Int
+    let peer: String
+    let dispatch: MPDDispatch
+    private let fd: Int32
+    private let onEnd: @Sendable (MPDConnection) -> Void
+
+    enum State { case open, finishing, closed }
+
+    let lock = ConditionLock()
+    // Guarded by `lock`.
+    private var state = State.open
+    private var outbox: [UInt8] = []
+    private var outboxStart = 0
+    private var threadsRunning = 0
+    /// Idle: waiting for one of `idleSubscriptions`; `pendingChanges` are the
+    /// changes since the last idle answer (MPD's idle_flags).
+    private var idleWaiting = false
+    private var idleSubscriptions: MPDSubsystems = []
+    private var pendingChanges: MPDSubsystems = []
+
+    // Reader thread only (MPDConnection+Lines).
+    var permissions: MPDPermissions
+    var clientTags = MPDTagMask.all
+    var binaryLimit = MPDProtocol.defaultBinaryLimit
+    var commandList: [[UInt8]]?
+    var commandListOK = false
+    var commandListBytes = 0
+
+    init(id: Int, fd: Int32, peer: String, dispatch: MPDDispatch, onEnd: @escaping @Sendable (MPDConnection) -> Void) {
+        self.id = id
+        self.fd = fd
+        self.peer = peer
+        self.dispatch = dispatch
+        self.onEnd = onEnd
+        self.permissions = dispatch.configuration.initialPermissions
+    }
+
+    /// Queues the greeting and starts the reader and writer threads.
+    func start() {
+        lock.withLock { threadsRunning = 2 }
+        _ = enqueue(Array("OK MPD \(dispatch.configuration.version)\n".utf8))
+        let writer = Thread { [self] in
+            nameCurrentThread("mpd.writer")
+            writeLoop()
+            threadEnded()
+        }
+        writer.name = "mpd-writer"
+        writer.start()
+        let reader = Thread { [self] in
+            nameCurrentThread("mpd.reader")
+            readLoop()
+            dispatch.handler.connectionClosed(clientID: id)
+            threadEnded()
+        }
+        reader.name = "mpd-reader"
+        reader.start()
+    }
+
+    // MARK: - Any thread
+
+    /// Subsystems changed: remembered, and answered at once if the client
+    /// idles on one of them. Never blocks (the answer is queued).
+    func post(_ changes: MPDSubsystems) {
+        lock.withLock {
+            guard state == .open else { return }
+            pendingChanges.formUnion(changes)
+            if idleWaiting { answerIdleLocked() }
+        }
+    }
+
+    /// Ends the connection at once, discarding unsent output.
+    func drop() {
+        lock.withLock { dropLocked() }
+    }
+
+    /// Bytes queued and not yet sent.
+    var queuedBytes: Int { lock.withLock { outbox.count - outboxStart } }
+
+    /// Queues `bytes`; false (and the client dropped) when the outbox would
+    /// pass `maxOutputBytes`, or when the connection is already closing.
+    @discardableResult
+    func enqueue(_ bytes: [UInt8]) -> Bool {
+        lock.withLock { enqueueLocked(bytes) }
+    }
+
+    // MARK: - Idle (reader thread)
+
+    /// `idle`: waits for `subscriptions`; answers at once when one of them
+    /// changed since the last answer.
+    func enterIdle(_ subscriptions: MPDSubsystems) {
+        lock.withLock {
+            idleWaiting = true
+            idleSubscriptions = subscriptions
+            answerIdleLocked()
+        }
+    }
+
+    /// `noidle`: ends a wait with an empty answer; nothing when the client
+    /// was not waiting (it already has its answer). Returns whether it waited.
+    func leaveIdle() {
+        lock.withLock {
+            guard idleWaiting else { return }
+            idleWaiting = false
+            _ = enqueueLocked(Array("OK\n".utf8))
+        }
+    }
+
+    var isIdle: Bool { lock.withLock { idleWaiting } }
+
+    /// Waits `seconds` (a wrong password's delay); ends early when the connection closes.
+    func pause(seconds: Double) {
+        let deadline = monotonicSeconds() + seconds
+        lock.withLock {
+            while state == .open {
+                let left = deadline - monotonicSeconds()
+                if left <= 0 { break }
+                lock.wait(seconds: left)
+            }
+        }
+    }
+
+    // MARK: - Guarded by `lock`
+
+    private func answerIdleLocked() {
+        let changed = pendingChanges.intersection(idleSubscriptions)
+        guard !changed.isEmpty else { return }
+        var text = ""
+        for name in changed.memberNames { text += "changed: \(name)\n" }
+        text += "OK\n"
+        pendingChanges = []  // as MPD: every flag, subscribed or not
+        idleWaiting = false
+        _ = enqueueLocked(Array(text.utf8))
+    }
+
+    private func enqueueLocked(_ bytes: [UInt8]) -> Bool {
+        guard state == .open else { return false }
+        guard outbox.count - outboxStart + bytes.count <= dispatch.configuration.maxOutputBytes else {
+            dropLocked()
+            return false
+        }
+        outbox.append(contentsOf: bytes)
+        lock.broadcast()
+        return true
+    }
+
+    private func dropLocked() {
+        guard state != .closed else { return }
+        state = .closed
+        MPDSocket.shutdownBoth(fd)
+        outbox = []
+        outboxStart = 0
+        lock.broadcast()
+    }
+
+    // MARK: - Threads
+
+    /// The writer ends after sending what is queued; then the connection closes.
+    func finish() {
+        lock.withLock {
+            if state == .open { state = .finishing }
+            lock.broadcast()
+        }
+    }
+
+    private func readLoop() {
+        var lines = MPDLineBuffer(maxLineBytes: dispatch.configuration.maxLineBytes)
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        reading: while true {
+            let n = buffer.withUnsafeMutableBytes { MPDSocket.read(fd, into: $0) }
+            if n == 0 { break }
+            lines.append(buffer[0..<n])
+            while let event = lines.next() {
+                guard case .line(let line) = event else {
+                    drop()  // more than maxLineBytes without a newline
+                    break reading
+                }
+                switch processLine(line) {
+                case .proceed: continue
+                case .finish: break reading
+                case .drop:
+                    drop()
+                    break reading
+                }
+            }
+            if lock.withLock({ state != .open }) { break }
+        }
+        finish()
+    }
+
+    private func writeLoop() {
+        var chunk = [UInt8]()
+        while true {
+            let more = lock.withLock { () -> Bool in
+                while state == .open && outboxStart == outbox.count { lock.wait() }
+                guard state != .closed, outboxStart < outbox.count else { return false }
+                chunk.removeAll(keepingCapacity: true)
+                chunk.append(contentsOf: outbox[outboxStart..<min(outbox.count, outboxStart + 65_536)])
+                return true
+            }
+            guard more else { break }
+            let sent = chunk.withUnsafeBytes { MPDSocket.sendAll(fd, $0) }
+            let stop = lock.withLock { () -> Bool in
+                guard sent, state != .closed else {
+                    dropLocked()
+                    return true
+                }
+                outboxStart += chunk.count
+                if outboxStart == outbox.count || outboxStart > 1 << 20 {
+                    outbox.removeFirst(outboxStart)
+                    outboxStart = 0
+                }
+                return false
+            }
+            if stop { break }
+        }
+        drop()  // everything sent (or the peer is gone): the reader sees the end
+    }
+
+    private func threadEnded() {
+        let last = lock.withLock { () -> Bool in
+            threadsRunning -= 1
+            return threadsRunning == 0
+        }
+        guard last else { return }
+        MPDSocket.closeDescriptor(fd)
+        onEnd(self)
+    }
+}
+
+/// Monotonic seconds (CLOCK_MONOTONIC).
+func monotonicSeconds() -> Double {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+}

@@ -1,0 +1,142 @@
+// Responses — specs/mpd-protocol.md §Responses
+//
+// `key: value` lines, binary chunks and song records as MPD 0.23 writes
+// them (src/SongPrint.cxx, src/TagPrint.cxx, src/queue/QueuePrint.cxx,
+// src/client/Response.cxx).
+#if canImport(Glibc)
+import Glibc
+#endif
+import HarmoniaLibrary
+
+/// The bytes of one command's answer, built in memory and bounded: past
+/// `limit` bytes further output is dropped and `isOverflowed` is set, and
+/// the connection then drops the client as MPD does ("Output buffer is
+/// full"). A handler with a long listing may check `isFull` to stop early.
+/// A value type: one per command, on the connection's thread.
+public struct MPDResponseWriter: Sendable {
+    /// What was written (the connection sends it; tests read it).
+    public private(set) var bytes: [UInt8] = []
+    public let limit: Int
+    /// Output was dropped for want of room: the client will be dropped.
+    public private(set) var isOverflowed = false
+    /// The tags the client wants in song records (the server's tags ∩ its `tagtypes`).
+    public var tagMask: MPDTagMask
+    /// The largest chunk `appendBinary` sends (the client's `binarylimit`).
+    public var binaryLimit: Int
+
+    public init(limit: Int = MPDProtocol.defaultMaxOutputBytes, tagMask: MPDTagMask = .all,
+                binaryLimit: Int = MPDProtocol.defaultBinaryLimit) {
+        self.limit = limit
+        self.tagMask = tagMask
+        self.binaryLimit = binaryLimit
+    }
+
+    /// No more fits: a handler may stop producing.
+    public var isFull: Bool { isOverflowed || bytes.count >= limit }
+
+    /// The answer as text (for tests; binary bytes are replaced if not UTF-8).
+    public var text: String { String(decoding: bytes, as: UTF8.self) }
+
+    /// Appends raw bytes (the caller adds any newline).
+    public mutating func appendRaw(_ data: some Collection<UInt8>) {
+        guard !isOverflowed else { return }
+        guard bytes.count + data.count <= limit else {
+            isOverflowed = true
+            return
+        }
+        bytes.append(contentsOf: data)
+    }
+
+    /// Appends `text` and a newline.
+    public mutating func appendLine(_ text: String) {
+        var line = text
+        line.append("\n")
+        appendRaw(line.utf8)
+    }
+
+    /// `key: value`. MPD writes values as they are; a newline inside a value
+    /// (a lyrics tag) would split the record, so it is written as a space.
+    public mutating func append(_ key: String, _ value: String) {
+        let clean = value.contains(where: \.isNewline)
+            ? String(value.map { $0.isNewline ? " " : $0 }) : value
+        appendLine("\(key): \(clean)")
+    }
+
+    public mutating func append(_ key: String, _ value: some BinaryInteger) {
+        appendLine("\(key): \(value)")
+    }
+
+    /// `list_OK` (after each command of a `command_list_ok_begin` list).
+    public mutating func appendListOK() { appendLine("list_OK") }
+    /// `OK` (the end of a successful answer).
+    public mutating func appendOK() { appendLine("OK") }
+
+    /// `binary: M`, the M bytes, a newline (MPD's WriteBinary). The caller
+    /// keeps `payload` within `binaryLimit` (see `appendBinaryChunk`).
+    public mutating func appendBinary(_ payload: some Collection<UInt8>) {
+        appendLine("binary: \(payload.count)")
+        appendRaw(payload)
+        appendRaw(CollectionOfOne(0x0A))
+    }
+
+    /// One chunk of a picture, as `albumart` / `readpicture` answer: `size:
+    /// TOTAL`, `type: MIME` (readpicture, when known), then at most
+    /// `binaryLimit` bytes from `offset`. An offset past the end throws
+    /// `Offset too large` (albumart) — readpicture's callers say `Bad file
+    /// offset` themselves, as MPD.
+    public mutating func appendBinaryChunk(of data: [UInt8], offset: Int, mimeType: String? = nil) throws(MPDError) {
+        guard offset >= 0, offset <= data.count else { throw MPDError(.arg, "Offset too large") }
+        append("size", data.count)
+        if let mimeType { append("type", mimeType) }
+        let end = offset + min(data.count - offset, binaryLimit)
+        appendBinary(data[offset..<end])
+    }
+
+    /// A song as MPD prints it: `file:`, `Last-Modified:`, `Format:` (when
+    /// known), its tags in MPD's order (those in `tagMask`), `Time:` (whole
+    /// seconds, half up) and `duration:` (3 decimals) when known, then `Pos:`
+    /// and `Id:` for a queue entry (and `Prio:` when not 0).
+    ///
+    /// Differs from MPD in one way: MPD prints tags in the order the file
+    /// has them; we print them in MPD's tag-type order.
+    public mutating func appendSong(_ song: LibrarySong, position: Int? = nil, id: Int? = nil, priority: Int = 0) {
+        append("file", song.path)
+        append("Last-Modified", Self.iso8601(song.modified))
+        if let format = song.format, !format.isEmpty { append("Format", format) }
+        for tag in MPDTagType.allCases where tagMask.contains(tag) {
+            if let libraryTag = tag.libraryTag, let value = song.tags[libraryTag] {
+                append(tag.name, value)
+            }
+        }
+        if let duration = song.duration, duration >= 0, duration.isFinite {
+            let (whole, exact) = Self.durationFields(duration)
+            append("Time", whole)
+            append("duration", exact)
+        }
+        if let position, let id {
+            append("Pos", position)
+            append("Id", id)
+            if priority != 0 { append("Prio", priority) }
+        }
+    }
+
+    /// `Time:` and `duration:` for `seconds`: MPD keeps milliseconds; Time is
+    /// (ms + 500) / 1000, duration is ms / 1000 with 3 decimals.
+    /// We round to the nearest millisecond (MPD's decoders already give whole ms).
+    public static func durationFields(_ seconds: Double) -> (Int64, String) {
+        let ms = Int64((min(seconds, 1e12) * 1000).rounded())
+        let fraction = String(ms % 1000)
+        return ((ms + 500) / 1000, "\(ms / 1000).\(String(repeating: "0", count: 3 - fraction.count))\(fraction)")
+    }
+
+    /// `YYYY-MM-DDTHH:MM:SSZ` for seconds since 1970 (UTC), as MPD's FormatISO8601.
+    public static func iso8601(_ seconds: Int64) -> String {
+        var time = time_t(seconds)
+        var parts = tm()
+        guard gmtime_r(&time, &parts) != nil else { return "1970-01-01T00:00:00Z" }
+        func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
+        let year = Int(parts.tm_year) + 1900
+        let yearText = year >= 0 && year < 1000 ? String(repeating: "0", count: 4 - String(year).count) + String(year) : String(year)
+        return "\(yearText)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))Z"
+    }
+}

@@ -1,0 +1,116 @@
+// Responses — specs/mpd-protocol.md §Responses. Song records compared with MPD 0.23.12's
+// `lsinfo` / `playlistinfo` output for the same files (Tests/MPD/session_basic.txt).
+import HarmoniaLibrary
+import Testing
+@testable import HarmoniaMPD
+
+@Suite struct MPDResponseWriterTests {
+    @Test func songRecordAsMPDWritesIt() {
+        let song = LibrarySong(
+            path: "Harmonia Artist/First Album/01 Opening.flac", modified: 1_700_000_000, size: 1234,
+            tags: [.artist: "Harmonia Artist", .album: "First Album", .albumArtist: "Harmonia Artist", .title: "Opening",
+                   .track: "1", .genre: "Electronic", .date: "2024", .composer: "Harmonia Composer", .disc: "1"],
+            duration: 2.0, format: "44100:16:2")
+        var writer = MPDResponseWriter()
+        writer.appendSong(song)
+        #expect(writer.text == """
+            file: Harmonia Artist/First Album/01 Opening.flac
+            Last-Modified: 2023-11-14T22:13:20Z
+            Format: 44100:16:2
+            Artist: Harmonia Artist
+            Album: First Album
+            AlbumArtist: Harmonia Artist
+            Title: Opening
+            Track: 1
+            Genre: Electronic
+            Date: 2024
+            Composer: Harmonia Composer
+            Disc: 1
+            Time: 2
+            duration: 2.000
+
+            """)
+    }
+
+    @Test func queueEntryAndUntaggedSong() {
+        let song = LibrarySong(path: "loose/untagged.wav", modified: 1_700_000_000, size: 1, duration: 1, format: "44100:16:2")
+        var writer = MPDResponseWriter()
+        writer.appendSong(song, position: 2, id: 6)
+        writer.appendSong(LibrarySong(path: "x.ogg", modified: 0, size: 1), position: 0, id: 1, priority: 5)
+        #expect(writer.text == """
+            file: loose/untagged.wav
+            Last-Modified: 2023-11-14T22:13:20Z
+            Format: 44100:16:2
+            Time: 1
+            duration: 1.000
+            Pos: 2
+            Id: 6
+            file: x.ogg
+            Last-Modified: 1970-01-01T00:00:00Z
+            Pos: 0
+            Id: 1
+            Prio: 5
+
+            """)
+    }
+
+    @Test func tagMaskSelectsTags() {
+        let song = LibrarySong(path: "a.flac", modified: 0, size: 1, tags: [.artist: "A", .title: "T", .comment: "C"])
+        var writer = MPDResponseWriter(tagMask: MPDTagMask([.title, .comment]))
+        writer.appendSong(song)
+        #expect(writer.text == "file: a.flac\nLast-Modified: 1970-01-01T00:00:00Z\nTitle: T\nComment: C\n")
+    }
+
+    @Test func durationFieldsRoundAsMPD() {
+        func fields(_ seconds: Double) -> String {
+            let (time, duration) = MPDResponseWriter.durationFields(seconds)
+            return "\(time) \(duration)"
+        }
+        #expect(fields(2.037) == "2 2.037")
+        #expect(fields(2.006) == "2 2.006")
+        #expect(fields(2.5) == "3 2.500")  // (ms + 500) / 1000: half up
+        #expect(fields(2.4996) == "3 2.500")  // to the nearest ms first
+        #expect(fields(0.0004) == "0 0.000")
+        #expect(fields(3725.0419) == "3725 3725.042")
+    }
+
+    @Test func timestamps() {
+        #expect(MPDResponseWriter.iso8601(0) == "1970-01-01T00:00:00Z")
+        #expect(MPDResponseWriter.iso8601(1_700_000_000) == "2023-11-14T22:13:20Z")
+        #expect(MPDResponseWriter.iso8601(951_782_400) == "2000-02-29T00:00:00Z")
+    }
+
+    @Test func newlinesInValuesDoNotSplitTheRecord() {
+        var writer = MPDResponseWriter()
+        writer.append("Comment", "La la la\nSecond line")
+        #expect(writer.text == "Comment: La la la Second line\n")
+    }
+
+    @Test func binaryChunks() throws {
+        let picture = (0..<100).map { UInt8($0) }
+        var writer = MPDResponseWriter(binaryLimit: 64)
+        try writer.appendBinaryChunk(of: picture, offset: 0, mimeType: "image/png")
+        #expect(writer.bytes == Array("size: 100\ntype: image/png\nbinary: 64\n".utf8) + picture[0..<64] + [0x0A])
+        var second = MPDResponseWriter(binaryLimit: 64)
+        try second.appendBinaryChunk(of: picture, offset: 64)
+        #expect(second.bytes == Array("size: 100\nbinary: 36\n".utf8) + picture[64..<100] + [0x0A])
+        var end = MPDResponseWriter(binaryLimit: 64)
+        try end.appendBinaryChunk(of: picture, offset: 100)
+        #expect(end.bytes == Array("size: 100\nbinary: 0\n\n".utf8))
+        var past = MPDResponseWriter()
+        #expect(throws: MPDError(.arg, "Offset too large")) { try past.appendBinaryChunk(of: picture, offset: 101) }
+    }
+
+    @Test func outputIsBounded() {
+        var writer = MPDResponseWriter(limit: 100)
+        for _ in 0..<10 { writer.append("key", "0123456789") }  // 15 bytes each
+        #expect(writer.isOverflowed)
+        #expect(writer.bytes.count <= 100)
+        #expect(writer.isFull)
+        var fits = MPDResponseWriter(limit: 100)
+        fits.appendOK()
+        fits.appendListOK()
+        #expect(!fits.isOverflowed)
+        #expect(fits.text == "OK\nlist_OK\n")
+    }
+}
