@@ -113,7 +113,7 @@ let package = Package(
         // A driving adapter: MPD's protocol over TCP, on the library.
         .target(
             name: "HarmoniaMPD",
-            dependencies: ["HarmoniaCore", "HarmoniaLibrary"]
+            dependencies: ["HarmoniaCore", "HarmoniaLibrary", "HarmoniaControl"]
         ),
 
         // MARK: Composition: the default adapters wired in one call
@@ -131,6 +131,7 @@ let package = Package(
                 "HarmoniaFFmpeg",
                 "HarmoniaLibrary",
                 "HarmoniaSQLite",
+                "HarmoniaMPD",
                 "HarmoniaLinux",
                 "HarmoniaMPRIS",
                 "HarmoniaPulseAudio",
@@ -181,7 +182,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HarmoniaMPDTests",
-            dependencies: ["HarmoniaCore", "HarmoniaLibrary", "HarmoniaMPD", "HarmoniaTestSupport"]
+            dependencies: ["HarmoniaCore", "HarmoniaLibrary", "HarmoniaMPD", "HarmoniaControl", "HarmoniaTestSupport"]
         ),
         .testTarget(
             name: "HarmoniaPlayTests",

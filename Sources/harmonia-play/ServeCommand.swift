@@ -7,6 +7,7 @@ import HarmoniaCore
 import HarmoniaFFmpeg
 import HarmoniaLibrary
 import HarmoniaLinux
+import HarmoniaMPD
 import HarmoniaPulseAudio
 import HarmoniaSQLite
 import Logging
@@ -134,6 +135,15 @@ struct ServeCommand: ParsableCommand {
             }
             player.add(StateKeeper(file: file, service: service))
         }
+        if mpdListen != "off", let endpoint = ListenAddress(mpdListen) {
+            var server = MPDServerConfiguration(host: endpoint.host, port: endpoint.port)
+            if let password { server.passwords = [password: .all] }  // then nothing without it
+            let mpd = MPDPlayer.make(app: player, ledger: QueueLedger(), store: store, musicDirectory: musicDirectory,
+                                     requestUpdate: { updater.requestUpdate() }, updateJob: { updater.currentJob },
+                                     outputName: outputName)
+            let handler = MPDPlayerHandler.player(mpd, database: MPDDatabaseCommands(library: mpd.library))
+            player.add(MPDFrontend(server: MPDServer(configuration: server, handler: handler), player: mpd, updater: updater))
+        }
         player.abandon = { [controlServer] signo in
             controlServer?.shutdown(drainSeconds: 0)
             _exit(128 + signo)
@@ -146,6 +156,15 @@ struct ServeCommand: ParsableCommand {
             throw ExitCode(128 + signo)
         case .quit:
             break
+        }
+    }
+
+    /// What MPD's `outputs` calls the output.
+    private var outputName: String {
+        switch output {
+        case .pulse: "pulse"
+        case .null: "null"
+        case .file: "file"
         }
     }
 

@@ -53,7 +53,10 @@ extension PlayerFrontend {
 /// never handled on the service's threads), frontends' jobs and signals. A
 /// command therefore finishes — and its reply is queued — before the events
 /// it caused reach any frontend.
-public final class PlayerApplication {
+///
+/// Threads: configure it (`add`, the closures) before `run`; from then on
+/// other threads use only `perform`, `inbox`, `service` and `actions`.
+public final class PlayerApplication: @unchecked Sendable {
     public enum Outcome: Equatable, Sendable {
         /// The queue ended; `failures` error events were reported on the way.
         case finished(failures: Int)

@@ -25,13 +25,17 @@ public struct MPDLibraryAccess: Sendable {
     /// Queues `songs` at the end, or at `position` (MPD's `findadd … position POS`).
     /// Throws an MPDError for a bad position.
     public let enqueue: @Sendable (_ songs: [LibrarySong], _ position: Int?) throws(MPDError) -> Void
+    /// The update job running now, if any (`updating_db` in `status`).
+    public let updateJob: @Sendable () -> Int?
 
     public init(store: any LibraryStorePort, musicDirectory: MusicDirectory,
                 requestUpdate: @escaping @Sendable () -> Int,
-                enqueue: @escaping @Sendable ([LibrarySong], Int?) throws(MPDError) -> Void) {
+                enqueue: @escaping @Sendable ([LibrarySong], Int?) throws(MPDError) -> Void,
+                updateJob: @escaping @Sendable () -> Int? = { nil }) {
         self.store = store
         self.musicDirectory = musicDirectory
         self.requestUpdate = requestUpdate
         self.enqueue = enqueue
+        self.updateJob = updateJob
     }
 }
