@@ -18,9 +18,13 @@ public final class MPDFrontend: PlayerFrontend {
     private var lastModes: MPDPlayer.Modes?
     private var lastVersion = 0
 
-    public init(server: MPDServer, player: MPDPlayer, updater: LibraryUpdater?) {
+    /// Told once the port listens ("MPD protocol on 127.0.0.1:6600").
+    private let announce: (String) -> Void
+
+    public init(server: MPDServer, player: MPDPlayer, updater: LibraryUpdater?, announce: @escaping (String) -> Void = { _ in }) {
         self.server = server
         self.player = player
+        self.announce = announce
         player.setNotifier { [server] in server.notify($0) }
         updater?.observe { [server] event in
             switch event {
@@ -37,6 +41,8 @@ public final class MPDFrontend: PlayerFrontend {
     public func open(_ app: PlayerApplication) throws(CoreError) {
         try server.start()
         lastVersion = player.ledger.version
+        let host = server.configuration.host
+        announce("MPD protocol on \(host.contains(":") ? "[\(host)]" : host):\(server.port)")
     }
 
     /// Clients keep the server running at the end of the queue.

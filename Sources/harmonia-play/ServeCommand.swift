@@ -142,7 +142,8 @@ struct ServeCommand: ParsableCommand {
                                      requestUpdate: { updater.requestUpdate() }, updateJob: { updater.currentJob },
                                      outputName: outputName)
             let handler = MPDPlayerHandler.player(mpd, database: MPDDatabaseCommands(library: mpd.library))
-            player.add(MPDFrontend(server: MPDServer(configuration: server, handler: handler), player: mpd, updater: updater))
+            player.add(MPDFrontend(server: MPDServer(configuration: server, handler: handler), player: mpd, updater: updater,
+                                     announce: { Console.err("harmonia-play: " + $0) }))
         }
         player.abandon = { [controlServer] signo in
             controlServer?.shutdown(drainSeconds: 0)
@@ -236,7 +237,8 @@ struct ListenAddress: Equatable {
             host = String(text[..<colon])
             portText = text[text.index(after: colon)...]
         }
-        guard !portText.isEmpty, portText.count <= 5, portText.allSatisfy(\.isASCII), let port = UInt16(portText), port > 0 else { return nil }
+        // Port 0: any free port (said on stderr once listening).
+        guard !portText.isEmpty, portText.count <= 5, portText.allSatisfy(\.isASCII), let port = UInt16(portText) else { return nil }
         guard Self.isNumeric(host) else { return nil }
         self.host = host
         self.port = port

@@ -139,7 +139,8 @@ class PrivateMPD:
             f'port "{self.port}"',
             'zeroconf_enabled "no"',
             'auto_update "no"',
-            'audio_output {\n    type "null"\n    name "null"\n}',
+            # A software mixer, so that volume commands work as on our server.
+            'audio_output {\n    type "null"\n    name "null"\n    mixer_type "software"\n}',
             "",
         ])
 
@@ -320,6 +321,7 @@ Written normalisation (everything else is compared byte for byte):
   - status: `playlist: N` -> `playlist: <version>`; `updating_db: N` -> `updating_db: <job>`;
     `mixrampdb: X` -> `mixrampdb: <mixrampdb>`.
   - stats: `uptime`, `playtime`, `db_update` values -> `<time>`.
+  - status: `bitrate: N` -> `bitrate: <bitrate>` (MPD: the decoder's current rate; ours: the file's average).
   - queue ids: values of `Id:` (playlistinfo, addid, plchangesposid), `songid:` and
     `nextsongid:` are renamed by order of first appearance in the recording (<id1>, <id2>, ...).
   - `Last-Modified` is kept (the tree has fixed mtimes).
@@ -338,6 +340,9 @@ TAG_ORDER = ["Artist", "ArtistSort", "Album", "AlbumSort", "AlbumArtist", "Album
 VOLATILE = {
     "playlist": "<version>", "updating_db": "<job>", "mixrampdb": "<mixrampdb>",
     "uptime": "<time>", "playtime": "<time>", "db_update": "<time>",
+    # MPD reports the decoder's current bit rate (0 until it has one); we
+    # report the file's average.
+    "bitrate": "<bitrate>",
 }
 ID_KEYS = ("Id", "songid", "nextsongid")
 

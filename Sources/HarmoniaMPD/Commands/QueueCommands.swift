@@ -50,7 +50,11 @@ public struct MPDQueueCommands: MPDCommandGroup {
         case "delete":
             let range = try MPDArgument.range(args[0])
             try player.run { () throws(MPDError) in
-                let positions = try checked(range, count: service.queue.count)
+                // As MPD: the start must be in the queue; the end is clipped to it.
+                let count = service.queue.count
+                guard Int(range.start) < count else { throw MPDError(.arg, "Bad song index") }
+                let clipped = MPDRange(start: range.start, end: range.end.map { min($0, UInt32(clamping: count)) })
+                let positions = try checked(clipped, count: count)
                 for position in positions.reversed() { try core { () throws(CoreError) in try service.remove(at: position) } }
                 player.syncQueue()
             }
