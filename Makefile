@@ -13,7 +13,7 @@ SWIFT ?= $(shell command -v swift 2>/dev/null || echo /opt/swift/usr/bin/swift)
 APT_PACKAGES := pkg-config libavformat-dev libavcodec-dev libswresample-dev libavutil-dev \
                 libpulse-dev libdbus-1-dev libcurl4-openssl-dev ffmpeg util-linux pulseaudio pulseaudio-utils python3 \
                 dbus playerctl libglib2.0-bin openssl pipewire pipewire-pulse wireplumber pipewire-bin \
-                libsqlite3-dev mpd mpc python3-mpd
+                libsqlite3-dev sqlite3 mpd mpc python3-mpd
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 LSAN_SUPPRESSIONS := $(CURDIR)/Tests/lsan-suppressions.txt
 DEMO_FILE := Tests/Fixtures/audio/flac_s16_stereo_44k.flac

@@ -28,7 +28,6 @@ public final class MPDPlayer: @unchecked Sendable {
     // Guarded by `lock`: modes the engine does not have.
     private var singleMode = false
     private var consumeMode = false
-    private var repeatMode = false
     private var outputEnabled = true
     // Guarded by `lock`: seconds played (MPD's `playtime`).
     private var playedSeconds = 0.0
@@ -73,20 +72,25 @@ public final class MPDPlayer: @unchecked Sendable {
         var consume: Bool
     }
 
+    /// Repeat and single as the engine's repeat mode has them (whoever set
+    /// it: MPD, the JSON protocol, the desktop, a restored state), single
+    /// without repeat as MPD alone knows it.
     var modes: Modes {
-        lock.withLock { Modes(repeat: repeatMode, random: service.shuffle, single: singleMode, consume: consumeMode) }
+        let engine = service.repeatMode
+        return lock.withLock {
+            Modes(repeat: engine != .off, random: service.shuffle, single: engine == .one || (engine == .off && singleMode),
+                  consume: consumeMode)
+        }
     }
 
     /// MPD's repeat and single onto the engine's repeat mode: repeat+single
     /// repeats the track, repeat alone the queue. Single without repeat
     /// (stop after the current track) is kept and reported but not acted on.
     func setRepeat(_ repeatOn: Bool? = nil, single: Bool? = nil) {
-        let mode: RepeatMode = lock.withLock {
-            if let repeatOn { repeatMode = repeatOn }
-            if let single { singleMode = single }
-            return repeatMode ? (singleMode ? .one : .all) : .off
-        }
-        service.setRepeatMode(mode)
+        let current = modes
+        let repeatOn = repeatOn ?? current.repeat, single = single ?? current.single
+        lock.withLock { singleMode = single }
+        service.setRepeatMode(repeatOn ? (single ? .one : .all) : .off)
         notify(.options)
     }
 

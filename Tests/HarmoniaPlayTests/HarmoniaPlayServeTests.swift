@@ -1,0 +1,250 @@
+// harmonia-play serve, driven from outside as users drive it: the same
+// sessions as real MPD, mpc and python-mpd2, security, signals, a killed
+// scan, state after SIGKILL, paced file output (specs/mpd-protocol.md,
+// specs/application.md).
+import Foundation
+import HarmoniaTestSupport
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One `serve` process on a private folder, its MPD port on 127.0.0.1.
+final class ServeProcess {
+    let process: LineProcess
+    let port: Int
+    let folder: String
+
+    /// Starts `serve` on `music` with its database and state in `folder`
+    /// and waits until its MPD port listens.
+    init(music: String, folder: String, extra: [String] = []) throws {
+        self.folder = folder
+        process = try LineProcess.harmoniaPlay(["serve", "--music-dir", music, "--database", folder + "/library.sqlite",
+                                                "--state", folder + "/state.json", "--output", "null",
+                                                "--mpd-listen", "127.0.0.1:0", "--quiet"] + extra)
+        guard let line = process.stderr.take(timeout: 20, where: { $0.contains("MPD protocol on 127.0.0.1:") })?.line,
+              let port = line.split(separator: ":").last.flatMap({ Int($0) }) else {
+            throw ServeTestError.didNotStart(process.stderr.all.joined(separator: "\n"))
+        }
+        self.port = port
+    }
+
+    /// The password `--password` set, given by every new client.
+    var password: String?
+
+    /// A new connection (which gives the password when one is set).
+    func client() throws -> MPDTestClient {
+        let client = try MPDTestClient(port: port)
+        if let password { _ = try client.command("password \(password)") }
+        return client
+    }
+
+    /// Waits (MPD's `idle update`, bounded) until no update runs and the library has `songs` songs.
+    func waitForLibrary(songs: Int) throws {
+        let client = try client()
+        for _ in 0..<50 {
+            let status = try client.fields("status"), stats = try client.fields("stats")
+            if status["updating_db"] == nil && stats["songs"] == String(songs) { return }
+            _ = try client.command("idle update database")
+        }
+        throw ServeTestError.libraryNotReady
+    }
+
+    func stop(_ signo: Int32 = SIGTERM) -> Int32? {
+        kill(process.process.processIdentifier, signo)
+        return process.waitForExit(timeout: 10)
+    }
+}
+
+enum ServeTestError: Error {
+    case didNotStart(String)
+    case libraryNotReady
+}
+
+@Suite("harmonia-play serve", .serialized)
+struct HarmoniaPlayServeTests {
+    static let python = "/usr/bin/python3"  // Debian's, with python-mpd2 (python3-mpd)
+    static let harness = Fixtures.repositoryRoot + "/Tests/MPD/mpd_diff.py"
+    /// The harness's tree: 6 songs with ffmpeg-written tags and fixed times.
+    static let musicSongs = 6
+
+    static func folder(_ name: String) throws -> String {
+        let path = NSTemporaryDirectory() + "hp-serve-\(name)-\(getpid())-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    /// The differential harness's music tree in a new folder.
+    static func music() throws -> String {
+        let dir = try folder("music") + "/music"
+        let made = try ProcessRunner.run(python, [harness, "make-music", dir])
+        guard made.status == 0 else { throw ServeTestError.didNotStart(made.stderrText) }
+        return dir
+    }
+
+    @Test("the player's session (status, playback, the queue, ids, versions, idle) answers as MPD 0.23 does")
+    func differentialPlayer() throws {
+        let music = try Self.music(), dir = try Self.folder("diff")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let server = try ServeProcess(music: music, folder: dir)
+        defer { _ = server.stop() }
+        try server.waitForLibrary(songs: Self.musicSongs)
+        let result = try ProcessRunner.run(Self.python, [Self.harness, "against", "--port", String(server.port),
+                                                         "--script", Fixtures.repositoryRoot + "/Tests/MPD/session_player.txt",
+                                                         "--music", music])
+        #expect(result.status == 0, "\(result.stdoutText.suffix(4000))\n\(result.stderrText.suffix(2000))")
+        #expect(result.stdoutText.contains("equal:"))
+    }
+
+    @Test("mpc and python-mpd2 drive it: add, play, pause, volume, modes, idle")
+    func realClients() throws {
+        let music = try Self.music(), dir = try Self.folder("clients")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let server = try ServeProcess(music: music, folder: dir)
+        defer { _ = server.stop() }
+        try server.waitForLibrary(songs: Self.musicSongs)
+        func mpc(_ arguments: String...) throws -> String {
+            let result = try ProcessRunner.run("/usr/bin/mpc", ["-h", "127.0.0.1", "-p", String(server.port)] + arguments)
+            #expect(result.status == 0, "mpc \(arguments): \(result.stderrText)")
+            return result.stdoutText
+        }
+        _ = try mpc("add", "Other Artist")
+        #expect(try mpc("playlist") == "Other Artist - Ünïcödé Title\nOther Artist - Opus Track\n")
+        #expect(try mpc("play").contains("[playing] #1/2"))
+        #expect(try mpc("pause").contains("[paused]"))
+        #expect(try mpc("volume", "30").contains("volume: 30%"))
+        let modes = try mpc("repeat", "on")
+        #expect(modes.contains("repeat: on") && modes.contains("random: off"))
+        #expect(try mpc("current", "-f", "%artist% / %album% / %title%") == "Other Artist / Second Album / Ünïcödé Title\n")
+        #expect(try mpc("stop").contains("volume: 30%"))
+
+        let script = Fixtures.repositoryRoot + "/Tests/MPD/clients_python_mpd2.py"
+        let python = try ProcessRunner.run(Self.python, [script, String(server.port)])
+        #expect(python.status == 0, "\(python.stdoutText)\n\(python.stderrText)")
+    }
+
+    @Test("security: beyond loopback needs --password; the password gates every command; paths stay in the music folder")
+    func security() throws {
+        let music = try Self.music(), dir = try Self.folder("security")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let open = try ProcessRunner.harmoniaPlay(["serve", "--music-dir", music, "--database", dir + "/db", "--state", "off",
+                                                   "--output", "null", "--mpd-listen", "0.0.0.0:0"])
+        #expect(open.status == 2)
+        #expect(open.stderrText.contains("--password"))
+
+        // A folder outside the music directory, reached through a link inside it.
+        let outside = try Self.folder("outside")
+        defer { try? FileManager.default.removeItem(atPath: outside) }
+        try FileManager.default.copyItem(atPath: music + "/loose/hires.flac", toPath: outside + "/secret.flac")
+        try FileManager.default.createSymbolicLink(atPath: music + "/escape", withDestinationPath: outside)
+
+        let server = try ServeProcess(music: music, folder: dir, extra: ["--password", "s3cret"])
+        defer { _ = server.stop() }
+        let client = try server.client()  // no password yet
+        #expect(try client.command("status") == ["ACK [4@0] {status} you don't have permission for \"status\""])
+        #expect(try client.command("password wrong") == ["ACK [3@0] {password} incorrect password"])
+        #expect(try client.command("password s3cret") == [])
+        server.password = "s3cret"
+        try server.waitForLibrary(songs: Self.musicSongs)  // the link out is not followed: still 6 songs
+        for path in ["../", "/etc/passwd", "file:///etc/passwd", "escape/secret.flac", "loose/../../x", "escape"] {
+            let answer = try client.command("add \"\(path)\"")
+            #expect(answer.count == 1 && answer[0].hasPrefix("ACK [50@0] {add} No such"), "add \(path): \(answer)")
+        }
+        #expect(try client.fields("status")["playlistlength"] == "0")
+    }
+
+    @Test("SIGTERM and SIGINT end it with 128+signal, its control socket removed", arguments: [SIGTERM, SIGINT])
+    func signals(_ signo: Int32) throws {
+        let music = try Self.music(), dir = try Self.folder("signal")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let socket = dir + "/control.sock"
+        let server = try ServeProcess(music: music, folder: dir, extra: ["--control", "unix:" + socket])
+        try server.waitForLibrary(songs: Self.musicSongs)
+        _ = try server.client().command("add \"loose\"")
+        _ = try server.client().command("play")
+        #expect(FileManager.default.fileExists(atPath: socket))
+        #expect(server.stop(signo) == 128 + signo)
+        #expect(!FileManager.default.fileExists(atPath: socket))
+    }
+
+    @Test("a scan killed with SIGKILL leaves a consistent database; the next start completes it")
+    func killedScan() throws {
+        let dir = try Self.folder("killed")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let music = dir + "/music"
+        let source = Fixtures.named("flac_s16_stereo_44k.flac").path
+        let folders = 30, perFolder = 20
+        for f in 0..<folders {
+            try FileManager.default.createDirectory(atPath: music + "/album \(f)", withIntermediateDirectories: true)
+            for t in 0..<perFolder { try FileManager.default.linkItem(atPath: source, toPath: music + "/album \(f)/\(t) track.flac") }
+        }
+        let first = try ServeProcess(music: music, folder: dir)
+        let client = try first.client()
+        // Killed while the first scan runs (the database is new: it scans at once).
+        let status = try client.fields("status")
+        #expect(status["updating_db"] != nil, "the scan ended before it could be killed: \(status)")
+        kill(first.process.process.processIdentifier, SIGKILL)
+        #expect(first.process.waitForExit(timeout: 10) == 9)
+        let check = try ProcessRunner.run("/usr/bin/sqlite3", [dir + "/library.sqlite", "PRAGMA integrity_check;"])
+        #expect(check.stdoutText == "ok\n", "\(check.stderrText)")
+
+        let second = try ServeProcess(music: music, folder: dir)
+        defer { _ = second.stop() }
+        // No completed update recorded: the start scans again, reading only what is missing.
+        try second.waitForLibrary(songs: folders * perFolder)
+        #expect(try second.client().fields("stats")["songs"] == String(folders * perFolder))
+    }
+
+    @Test("after SIGKILL, a restart comes back to the queue, the current song, its position, volume and modes")
+    func stateAfterKill() throws {
+        let music = try Self.music(), dir = try Self.folder("state")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let first = try ServeProcess(music: music, folder: dir)
+        try first.waitForLibrary(songs: Self.musicSongs)
+        let client = try first.client()
+        for line in ["add \"Harmonia Artist/First Album\"", "add \"loose\"", "repeat 1", "setvol 30", "play 1", "pause 1", "seek 1 1.25"] {
+            #expect(try client.command(line) == [], "\(line)")
+        }
+        // The state is written on the main loop before the next command there is answered.
+        #expect(try client.fields("status")["state"] == "pause")
+        kill(first.process.process.processIdentifier, SIGKILL)
+        #expect(first.process.waitForExit(timeout: 10) == 9)
+
+        let second = try ServeProcess(music: music, folder: dir)
+        defer { _ = second.stop() }
+        let status = try second.client().fields("status")
+        #expect(status["playlistlength"] == "4")
+        #expect(status["song"] == "1")
+        #expect(status["state"] == "pause")
+        #expect(status["volume"] == "30")
+        #expect(status["repeat"] == "1")
+        let elapsed = try #require(status["elapsed"].flatMap(Double.init))
+        #expect(elapsed >= 1.2 && elapsed < 1.4, "elapsed \(elapsed)")
+    }
+
+    @Test("--output file: is paced in real time: the file holds what was heard, the position is its length")
+    func pacedFile() throws {
+        let music = try Self.music(), dir = try Self.folder("paced")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let out = dir + "/out.f32"
+        let server = try ServeProcess(music: music, folder: dir, extra: ["--output", "file:" + out])
+        defer { _ = server.stop() }
+        try server.waitForLibrary(songs: Self.musicSongs)
+        let client = try server.client()
+        _ = try client.command("add \"Harmonia Artist/First Album/01 Opening.flac\"")  // 2 s, 44.1 kHz stereo
+        let bytesPerSecond = 44100.0 * 2 * 4
+        func fileSeconds() -> Double {
+            Double((try? FileManager.default.attributesOfItem(atPath: out)[.size] as? NSNumber)??.int64Value ?? 0) / bytesPerSecond
+        }
+        _ = try client.command("command_list_begin\nplay\npause 1\ncommand_list_end")
+        let status = try client.fields("status")
+        #expect(status["state"] == "pause")
+        let elapsed = try #require(status["elapsed"].flatMap(Double.init))
+        // Unpaced, the whole 2 s would be in the file at once; paced, what was heard.
+        #expect(abs(fileSeconds() - elapsed) < 0.25, "file \(fileSeconds()) s, heard \(elapsed) s")
+        #expect(fileSeconds() < 1)
+        _ = try client.command("pause 0")
+        for _ in 0..<20 where try client.fields("status")["state"] != "stop" { _ = try client.command("idle player") }
+        #expect(fileSeconds() * bytesPerSecond == 88200 * 8, "the whole track, once")
+    }
+}
