@@ -9,58 +9,6 @@ import Testing
 import Glibc
 #endif
 
-/// One `serve` process on a private folder, its MPD port on 127.0.0.1.
-final class ServeProcess {
-    let process: LineProcess
-    let port: Int
-    let folder: String
-
-    /// Starts `serve` on `music` with its database and state in `folder`
-    /// and waits until its MPD port listens.
-    init(music: String, folder: String, extra: [String] = []) throws {
-        self.folder = folder
-        process = try LineProcess.harmoniaPlay(["serve", "--music-dir", music, "--database", folder + "/library.sqlite",
-                                                "--state", folder + "/state.json", "--output", "null",
-                                                "--mpd-listen", "127.0.0.1:0", "--quiet"] + extra)
-        guard let line = process.stderr.take(timeout: 20, where: { $0.contains("MPD protocol on 127.0.0.1:") })?.line,
-              let port = line.split(separator: ":").last.flatMap({ Int($0) }) else {
-            throw ServeTestError.didNotStart(process.stderr.all.joined(separator: "\n"))
-        }
-        self.port = port
-    }
-
-    /// The password `--password` set, given by every new client.
-    var password: String?
-
-    /// A new connection (which gives the password when one is set).
-    func client() throws -> MPDTestClient {
-        let client = try MPDTestClient(port: port)
-        if let password { _ = try client.command("password \(password)") }
-        return client
-    }
-
-    /// Waits (MPD's `idle update`, bounded) until no update runs and the library has `songs` songs.
-    func waitForLibrary(songs: Int) throws {
-        let client = try client()
-        for _ in 0..<50 {
-            let status = try client.fields("status"), stats = try client.fields("stats")
-            if status["updating_db"] == nil && stats["songs"] == String(songs) { return }
-            _ = try client.command("idle update database")
-        }
-        throw ServeTestError.libraryNotReady
-    }
-
-    func stop(_ signo: Int32 = SIGTERM) -> Int32? {
-        kill(process.process.processIdentifier, signo)
-        return process.waitForExit(timeout: 10)
-    }
-}
-
-enum ServeTestError: Error {
-    case didNotStart(String)
-    case libraryNotReady
-}
-
 @Suite("harmonia-play serve", .serialized)
 struct HarmoniaPlayServeTests {
     static let python = "/usr/bin/python3"  // Debian's, with python-mpd2 (python3-mpd)
