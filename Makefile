@@ -10,6 +10,9 @@ SWIFT ?= $(shell command -v swift 2>/dev/null || echo /opt/swift/usr/bin/swift)
 # run Tests/Network/fault_server.py (python3) with a certificate made by openssl.
 # The real-time tests run twice: on PulseAudio (pulseaudio) and on PipeWire
 # with WirePlumber and pipewire-pulse (pipewire-bin has pw-cli and pw-record).
+# The music server (serve) stores its library with libsqlite3 (sqlite3 checks
+# a killed scan's database) and is compared with real MPD and driven by its
+# clients: mpd, mpc, python3-mpd (python-mpd2).
 APT_PACKAGES := pkg-config libavformat-dev libavcodec-dev libswresample-dev libavutil-dev \
                 libpulse-dev libdbus-1-dev libcurl4-openssl-dev ffmpeg util-linux pulseaudio pulseaudio-utils python3 \
                 dbus playerctl libglib2.0-bin openssl pipewire pipewire-pulse wireplumber pipewire-bin \
@@ -128,16 +131,18 @@ test-pipewire: deps swift
 	  $(SWIFT) test --skip-build --filter '$(REALTIME_TESTS)' || status=$$?; \
 	  bash Tests/pipewire-test-server.sh stop $(PIPEWIRE_DIR); exit $$status
 
+# Under ASan: the FFmpeg adapter, the library (scanner on real files, SQLite
+# store, hostile databases) and the MPD protocol's parsers and server.
 test-asan: deps swift
 	LSAN_OPTIONS=suppressions=$(LSAN_SUPPRESSIONS) \
-	  $(SWIFT) test --sanitize=address --scratch-path .build-asan --filter HarmoniaFFmpegTests
+	  $(SWIFT) test --sanitize=address --scratch-path .build-asan --filter 'HarmoniaFFmpegTests|HarmoniaLibraryTests|HarmoniaMPDTests'
 
 # TSan exits non-zero (66) on any report. The sound-server suites run again
 # on the private PipeWire, from the same build.
 TSAN_PULSE_TESTS := PulseAudioOutputAdapterTests|PulseAudioBehaviourTests|PlaybackServicePulse
 test-tsan: deps swift
 	$(WITH_PULSE) HARMONIA_TSAN=1 $(SWIFT) test --sanitize=thread --scratch-path .build-tsan \
-	  --filter 'SPSCRingBuffer|NullAudioOutput|$(TSAN_PULSE_TESTS)|PlaybackServiceTests|QueueServiceTests|ServiceFeatureTests|ServiceOutputFailureTests|FileOutputServiceTests|SlowOpenServiceTests' || status=$$?; \
+	  --filter 'SPSCRingBuffer|NullAudioOutput|$(TSAN_PULSE_TESTS)|PlaybackServiceTests|QueueServiceTests|ServiceFeatureTests|ServiceOutputFailureTests|FileOutputServiceTests|SlowOpenServiceTests|HarmoniaLibraryTests|HarmoniaMPDTests|HarmoniaControlTests' || status=$$?; \
 	  bash Tests/pulse-test-server.sh stop $(PULSE_DIR); [ $$status -eq 0 ] || exit $$status; \
 	bash Tests/pipewire-test-server.sh start $(PIPEWIRE_DIR) && status=0; \
 	  HARMONIA_SOUND_SERVER=pipewire HARMONIA_PULSE_DIR=$(PIPEWIRE_DIR) HARMONIA_TSAN=1 \
