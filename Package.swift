@@ -186,7 +186,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HarmoniaPlayTests",
-            dependencies: ["harmonia-play", "HarmoniaControl", "HarmoniaTestSupport"]
+            dependencies: ["harmonia-play", "HarmoniaControl", "HarmoniaLibrary", "HarmoniaTestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,8 +1,7 @@
 // NaturalOrder — specs/library.md §Order
 //
 // Natural order of names and paths: "track2" before "track10", without case.
-// The same rule as harmonia-play's NaturalSort (Sources/harmonia-play/Inputs),
-// which can be replaced by this one: the library cannot import the executable.
+// One rule for the library and for harmonia-play's folder inputs (specs/inputs.md §Folders).
 
 /// Natural order: runs of ASCII digits compare by their number, other runs
 /// without case; a tie ("01" and "1", "A" and "a") falls back to the plain

@@ -8,6 +8,7 @@
 import Foundation
 import HarmoniaControl
 import HarmoniaCore
+import HarmoniaLibrary
 import HarmoniaFFmpeg
 
 enum FuzzTarget: String, CaseIterable, Sendable {
@@ -180,7 +181,7 @@ enum FuzzTargets {
         } catch {
             summary += ", cue: \(outcome(error))"
         }
-        _ = m3u.map(\.location).sorted(by: NaturalSort.less)
+        _ = m3u.map(\.location).sorted(by: NaturalOrder.less)
         return summary
     }
 

@@ -5,6 +5,7 @@
 // PLS, CUE) expanded in place.
 import Foundation
 import HarmoniaCore
+import HarmoniaLibrary
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -173,7 +174,7 @@ struct InputExpander {
             fail(folder, .ioError("\(folder): the folder cannot be read"), &result)
             return false
         }
-        for name in NaturalSort.sorted(names.filter { !$0.hasPrefix(".") }) {
+        for name in NaturalOrder.sorted(names.filter { !$0.hasPrefix(".") }) {
             let path = (folder as NSString).appendingPathComponent(name)
             if Self.isFolder(path) {
                 scan(path, into: &files, visited: &visited, result: &result)
