@@ -4,6 +4,7 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+import Foundation
 import HarmoniaCore
 import Synchronization
 
@@ -42,9 +43,10 @@ public struct LibraryScanSummary: Sendable, Equatable {
 /// incrementally: files are read only when new or changed (modification
 /// time or size); songs, playlists and folders gone from the disk are removed.
 ///
-/// Threads: `scan` runs on the caller's thread (one background thread: it
-/// reads tags one file at a time, so it keeps one core busy at most) and
-/// blocks until done or cancelled; one scan at a time. Writes are committed
+/// Threads: `scan` runs on the caller's thread and blocks until done or
+/// cancelled; one scan at a time. Tags are read on `Options.readers` threads
+/// at nice 10 (two by default on two cores or more): below the player's
+/// threads, so playback does not wait for a scan. Writes are committed
 /// in small batches, each leaving the store consistent, so a scan killed at
 /// any point loses at most the batch in progress, and the next scan
 /// completes the work.
@@ -59,10 +61,14 @@ public final class LibraryScanner: Sendable {
         public var followSymlinksOutside: Bool
         /// Songs read before their writes are committed together.
         public var batchSize: Int
+        /// Threads reading tags at once (each at nice 10).
+        public var readers: Int
 
-        public init(followSymlinksOutside: Bool = false, batchSize: Int = 32) {
+        public init(followSymlinksOutside: Bool = false, batchSize: Int = 32,
+                    readers: Int = min(2, max(1, ProcessInfo.processInfo.activeProcessorCount))) {
             self.followSymlinksOutside = followSymlinksOutside
             self.batchSize = max(1, batchSize)
+            self.readers = min(max(1, readers), 16)
         }
     }
 
@@ -104,7 +110,9 @@ public final class LibraryScanner: Sendable {
         guard let top = DirectoryReader.folderInfo(root) else {
             throw .notFound("music directory '\(root)' is gone: check that its disk is mounted")
         }
-        var walk = Walk(scanner: self, cancellation: cancellation)
+        let pool = TagReadPool(threads: options.readers, reader: readTags)
+        defer { pool.close() }
+        var walk = Walk(scanner: self, cancellation: cancellation, pool: pool)
         try walk.write { () throws(CoreError) in try store.upsertDirectory(LibraryDirectory(path: "", modified: top.modified)) }
         try walk.visit(relative: "", absolute: root, ancestors: [top.identity])
         if !cancellation.isCancelled {
@@ -120,6 +128,7 @@ public final class LibraryScanner: Sendable {
     private struct Walk {
         let scanner: LibraryScanner
         let cancellation: LibraryScanCancellation
+        let pool: TagReadPool
         var summary = LibraryScanSummary()
 
         var store: any LibraryStorePort { scanner.store }
@@ -209,14 +218,15 @@ public final class LibraryScanner: Sendable {
                                            stored: [String: LibrarySong]) throws(CoreError) {
             var upserts: [LibrarySong] = []
             var deletes: [String] = []
-            for entry in chunk {
-                guard !cancellation.isCancelled else { break }
+            let results = pool.read(chunk.map { absolute + "/" + $0.name }, cancellation: cancellation)
+            for (entry, result) in zip(chunk, results) {
+                guard let result else { continue }  // cancelled before it was read
                 let songPath = relative.isEmpty ? entry.name : relative + "/" + entry.name
-                do {
-                    let read = try scanner.readTags(absolute + "/" + entry.name)
+                switch result {
+                case .success(let read):
                     upserts.append(LibrarySong(path: songPath, modified: entry.modified, size: entry.size,
                                                tags: read.tags, stream: read.stream))
-                } catch {
+                case .failure(let error):
                     scanner.warn("skipped '\(absolute)/\(entry.name)': \(error.message)")
                     summary.skipped += 1
                     if stored[songPath] != nil { deletes.append(songPath) }

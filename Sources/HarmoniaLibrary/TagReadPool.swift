@@ -1,0 +1,92 @@
+// Reading a batch's tags on several threads — specs/library.md §Scanner
+import Foundation
+import HarmoniaCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Threads that read tags for the scanner, each at nice 10 (below the
+/// player's threads: a scan waits, the audio does not). `read` hands a
+/// batch of paths to every thread and returns the results in order.
+///
+/// Threads: `read` and `close` from one thread (the scanning thread); the
+/// pool's own threads call the reader, concurrently.
+final class TagReadPool: @unchecked Sendable {
+    typealias Result = Swift.Result<(tags: TagBundle, stream: StreamInfo), CoreError>
+
+    private let reader: LibraryScanner.TagReader
+    private let lock = NSCondition()
+    // Guarded by `lock`: the batch being read, the next path to take, the
+    // results so far, threads still busy with the batch, and shutdown.
+    private var paths: [String] = []
+    private var next = 0
+    private var results: [Result?] = []
+    private var busy = 0
+    private var batch = 0
+    private var closing = false
+    private var running = 0
+    private var cancellation: LibraryScanCancellation?
+
+    init(threads: Int, reader: @escaping LibraryScanner.TagReader) {
+        self.reader = reader
+        for _ in 0..<max(1, threads) {
+            running += 1
+            let thread = Thread { [self] in work() }
+            thread.name = "harmonia.scan-read"
+            thread.start()
+        }
+    }
+
+    /// Reads every path (on the pool's threads); results in the paths' order,
+    /// nil for a path not read because the scan was cancelled first.
+    func read(_ batchPaths: [String], cancellation: LibraryScanCancellation) -> [Result?] {
+        lock.lock()
+        defer { lock.unlock() }
+        self.cancellation = cancellation
+        paths = batchPaths
+        next = 0
+        results = Array(repeating: nil, count: batchPaths.count)
+        busy = running
+        batch += 1
+        lock.broadcast()
+        while busy > 0 { lock.wait() }
+        return results
+    }
+
+    /// Ends the threads (after the batch in hand) and waits for them.
+    func close() {
+        lock.lock()
+        closing = true
+        lock.broadcast()
+        while running > 0 { lock.wait() }
+        lock.unlock()
+    }
+
+    private func work() {
+        nameCurrentThread("harmonia.scanread")
+        // On Linux a nice value is per thread; `who` 0 is this thread.
+        _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 10)
+        var seenBatch = 0
+        lock.lock()
+        while true {
+            while !closing && batch == seenBatch { lock.wait() }
+            if closing { break }
+            seenBatch = batch
+            while next < paths.count, cancellation?.isCancelled != true {
+                let index = next
+                next += 1
+                let path = paths[index]
+                lock.unlock()
+                let result: Result
+                do throws(CoreError) { result = .success(try reader(path)) } catch { result = .failure(error) }
+                lock.lock()
+                results[index] = result
+            }
+            busy -= 1
+            lock.broadcast()
+        }
+        running -= 1
+        lock.broadcast()
+        lock.unlock()
+    }
+}
