@@ -228,6 +228,7 @@ import Testing
         })
         let outer = try setup.scanner(reader)
         scanner.withLock { $0 = outer }
+        defer { scanner.withLock { $0 = nil } }  // the reader holds the scanner through `scanner`: no cycle left behind
         _ = try outer.scan()
         #expect(refusal.withLock { $0 }?.category == .invalidState)
     }
