@@ -1,4 +1,4 @@
-// The database commands — specs/mpd-protocol.md §Database commands
+// The database commands — specs/mpd-protocol.md §Listings (Updates)
 //
 // MPD 0.23's database group (src/command/DatabaseCommands.cxx,
 // OtherCommands.cxx's lsinfo/update, FileCommands.cxx, StorageCommands.cxx,

@@ -1,4 +1,4 @@
-// listfiles, albumart, readpicture — specs/mpd-protocol.md §Database commands
+// listfiles, albumart, readpicture — specs/mpd-protocol.md §Files
 //
 // MPD 0.23's src/command/StorageCommands.cxx (listfiles on the local
 // storage), src/command/FileCommands.cxx (albumart, readpicture). Every path

@@ -1,4 +1,4 @@
-// find, search, findadd, searchadd, list, count — specs/mpd-protocol.md §Database commands
+// find, search, findadd, searchadd, list, count — specs/mpd-protocol.md §Queries
 //
 // MPD 0.23's src/command/DatabaseCommands.cxx (argument order: `position`,
 // then `window`, then `sort` are taken from the end), src/db/DatabasePrint.cxx
