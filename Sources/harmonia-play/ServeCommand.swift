@@ -141,7 +141,16 @@ struct ServeCommand: ParsableCommand {
             let mpd = MPDPlayer.make(app: player, ledger: QueueLedger(), store: store, musicDirectory: musicDirectory,
                                      requestUpdate: { updater.requestUpdate() }, updateJob: { updater.currentJob },
                                      outputName: outputName)
-            let handler = MPDPlayerHandler.player(mpd, database: MPDDatabaseCommands(library: mpd.library))
+            let pictures = FFmpegTagReaderAdapter()
+            let database = MPDDatabaseCommands(library: mpd.library) { path throws(CoreError) in
+                // readpicture: the song's embedded cover, as FFmpeg reads it.
+                guard let data = try pictures.read(url: path).artworkData else { return nil }
+                let bytes = Array(data)
+                let type: String? = bytes.starts(with: [0xFF, 0xD8, 0xFF]) ? "image/jpeg"
+                    : bytes.starts(with: [0x89, 0x50, 0x4E, 0x47]) ? "image/png" : nil
+                return (bytes, type)
+            }
+            let handler = MPDPlayerHandler.player(mpd, database: database)
             player.add(MPDFrontend(server: MPDServer(configuration: server, handler: handler), player: mpd, updater: updater,
                                      announce: { Console.err("harmonia-play: " + $0) }))
         }

@@ -76,6 +76,10 @@ TREE = [
 ]
 
 
+COVER = "Harmonia Artist/First Album/cover.jpg"
+PLAYLIST = "loose/mix.m3u"
+
+
 def make_music(directory):
     """Builds the tree in `directory` (created); returns it."""
     os.makedirs(directory, exist_ok=True)
@@ -91,6 +95,18 @@ def make_music(directory):
         command.append(target)
         subprocess.run(command, check=True, timeout=60)
         os.utime(target, (FIXED_MTIME, FIXED_MTIME))
+    # A folder cover for `albumart` (12,500 bytes: two chunks at the default
+    # binary limit; bit-exact, so the same bytes on every run) and a playlist
+    # file, which MPD lists in its folder.
+    cover = os.path.join(directory, COVER)
+    subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=s=320x240",
+                    "-frames:v", "1", "-fflags", "+bitexact", "-flags", "+bitexact", "-q:v", "2", cover],
+                   check=True, timeout=60)
+    playlist = os.path.join(directory, PLAYLIST)
+    with open(playlist, "w", encoding="utf-8") as f:
+        f.write("hires.flac\nuntagged.wav\n")
+    for path in (cover, playlist):
+        os.utime(path, (FIXED_MTIME, FIXED_MTIME))
     for root, dirs, _ in os.walk(directory):
         for d in dirs:
             os.utime(os.path.join(root, d), (FIXED_MTIME, FIXED_MTIME))
@@ -155,7 +171,16 @@ class PrivateMPD:
                                             start_new_session=True)
             if self.wait_until_answering():
                 self.update()
-                return
+                # MPD sorts a folder's subfolders (ICU collation) when it loads
+                # its database, not after an update, where they stay in the
+                # file system's order: restart it so the order is the same
+                # on every file system.
+                self.stop()
+                self.process = subprocess.Popen([MPD, "--no-daemon", path], stdin=subprocess.DEVNULL,
+                                                stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.dir, "stderr"), "a"),
+                                                start_new_session=True)
+                if self.wait_until_answering():
+                    return
             self.stop()
         raise RuntimeError(f"mpd did not start; see {self.dir}/log and {self.dir}/stderr")
 
