@@ -138,6 +138,7 @@ struct ServeCommand: ParsableCommand {
         if mpdListen != "off", let endpoint = ListenAddress(mpdListen) {
             var server = MPDServerConfiguration(host: endpoint.host, port: endpoint.port)
             if let password { server.passwords = [password: .all] }  // then nothing without it
+            server.tagTypes.remove(.comment)  // as MPD's default metadata_to_use
             let mpd = MPDPlayer.make(app: player, ledger: QueueLedger(), store: store, musicDirectory: musicDirectory,
                                      requestUpdate: { updater.requestUpdate() }, updateJob: { updater.currentJob },
                                      outputName: outputName)

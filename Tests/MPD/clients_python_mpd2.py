@@ -19,7 +19,8 @@ def main(port):
 
     client.clear()
     songs = client.find("(Artist == 'Harmonia Artist')")
-    assert [s["title"] for s in songs] == ["Opening", "Quote's \"Song\" \\ back"], songs
+    # MPD's order: album, disc (a song without one first), track, file name.
+    assert [s["title"] for s in songs] == ["Quote's \"Song\" \\ back", "Opening"], songs
     client.add("Harmonia Artist/First Album")
     song_id = client.addid("loose/untagged.wav", 0)
     queue = client.playlistinfo()

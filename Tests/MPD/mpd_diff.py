@@ -20,7 +20,8 @@ Subcommands (all waits are bounded; a private mpd is killed on every exit path):
           [--tag-order]
 
 Session files: one raw command line per line, sent as is with "\\n". Blank lines
-and lines starting with '#' are skipped. Lines between command_list_begin /
+and lines starting with '#' are skipped. `@wait-status KEY` is a directive, not
+a command: it asks `status` (unrecorded) until the answer has KEY (at most 5 s). Lines between command_list_begin /
 command_list_ok_begin and command_list_end are sent together and answered once.
 An `idle ...` line followed by `noidle` is sent with it, so the idle answer is
 recorded against the pair; a lone `noidle` gets no answer and none is read. An answer ends at "OK", at an
@@ -314,6 +315,18 @@ def record(host, port, lines):
         while i < len(lines) and not c.closed:
             batch = [lines[i]]
             i += 1
+            if batch[0].startswith("@wait-status "):
+                # A directive, not a command: asks `status` (unrecorded) until
+                # its answer has the key, at most 5 s — MPD's decoder starts a
+                # moment after `play`, and a seek before it is "Not seekable".
+                key = batch[0].split(" ", 1)[1] + ": "
+                deadline = time.monotonic() + 5
+                while time.monotonic() < deadline:
+                    c.send("status")
+                    if any(line.startswith(key) for line in c.read_answer()):
+                        break
+                    time.sleep(0.02)
+                continue
             if batch[0] in ("command_list_begin", "command_list_ok_begin"):
                 while i < len(lines) and batch[-1] != "command_list_end":
                     batch.append(lines[i])
@@ -350,6 +363,9 @@ Written normalisation (everything else is compared byte for byte):
   - queue ids: values of `Id:` (playlistinfo, addid, plchangesposid), `songid:` and
     `nextsongid:` are renamed by order of first appearance in the recording (<id1>, <id2>, ...).
   - `Last-Modified` is kept (the tree has fixed mtimes).
+  - only with --decoder-facts EXT,...: `Format:` and `duration:` of songs whose file has one of
+    these extensions -> `<decoder>` (MPD's mad and Opus plugins count the encoder's padding;
+    the engine reports the exact length).
   - only with --tag-order: a song's tag lines are sorted into MPD's tag-type order (MPD
     prints them in the file's order; HarmoniaMPD in tag-type order).
 """
@@ -370,6 +386,11 @@ VOLATILE = {
     "bitrate": "<bitrate>",
 }
 ID_KEYS = ("Id", "songid", "nextsongid")
+# What a song's decoder says (its format and length), masked only with
+# --decoder-facts EXT,...: MPD's own MP3 (mad) and Opus plugins report 24 and
+# 16 bits and lengths with the encoder's padding (2.037 s, 2.005 s) where the
+# engine's FFmpeg scanner reports the exact, gapless length (2.000 s) and float.
+DECODER_FACT_KEYS = ("Format", "duration")
 
 
 def sort_tag_runs(lines):
@@ -387,14 +408,19 @@ def sort_tag_runs(lines):
     return out
 
 
-def normalise(recording, tag_order=False):
+def normalise(recording, tag_order=False, decoder_facts=()):
     ids = {}
     out = []
     for exchange in recording["exchanges"]:
         answer = []
+        current_file = ""
         for line in exchange["answer"]:
             key, sep, value = line.partition(": ")
-            if sep and key in VOLATILE:
+            if sep and key == "file":
+                current_file = value
+            if sep and key in DECODER_FACT_KEYS and current_file.lower().endswith(tuple(decoder_facts)):
+                line = f"{key}: <decoder>"
+            elif sep and key in VOLATILE:
                 line = f"{key}: {VOLATILE[key]}"
             elif sep and key in ID_KEYS:
                 ids.setdefault(value, f"<id{len(ids) + 1}>")
@@ -414,9 +440,9 @@ def render(recording):
     return lines
 
 
-def compare(a, b, name_a="A", name_b="B", tag_order=False):
+def compare(a, b, name_a="A", name_b="B", tag_order=False, decoder_facts=()):
     """Prints a unified diff of the normalised recordings; returns True when equal."""
-    left, right = render(normalise(a, tag_order)), render(normalise(b, tag_order))
+    left, right = render(normalise(a, tag_order, decoder_facts)), render(normalise(b, tag_order, decoder_facts))
     if left == right:
         print(f"equal: {len(a['exchanges'])} exchanges")
         return True
@@ -447,6 +473,7 @@ def main():
     p.add_argument("--script", default=DEFAULT_SESSION)
     p.add_argument("--music")
     p.add_argument("--tag-order", action="store_true")
+    p.add_argument("--decoder-facts", default="", help="mask Format and duration of songs with these extensions (mp3,opus)")
     p = sub.add_parser("selftest")
     p.add_argument("--keep", help="keep the music tree and mpd dirs here")
     p.add_argument("--script", default=DEFAULT_SESSION)
@@ -491,7 +518,8 @@ def main():
             with PrivateMPD(music, work) as server:
                 reference = record("127.0.0.1", server.port, lines)
             print(NORMALISATION)
-            return 0 if compare(reference, theirs, "mpd", f"127.0.0.1:{args.port}", args.tag_order) else 1
+            facts = tuple("." + e.strip().lower() for e in args.decoder_facts.split(",") if e.strip())
+            return 0 if compare(reference, theirs, "mpd", f"127.0.0.1:{args.port}", args.tag_order, facts) else 1
         finally:
             shutil.rmtree(base, ignore_errors=True)
     if args.command == "selftest":

@@ -97,7 +97,8 @@ public final class LibraryUpdater: @unchecked Sendable {
                 } catch {
                     failure = error
                 }
-                notify(.finished(job: current, summary: summary, error: failure))
+                // The job is over before anyone hears so: a client woken by
+                // `finished` that asks at once sees no update running.
                 let next: Int? = lock.withLock {
                     if let queued = queuedJob, !closed {
                         queuedJob = nil
@@ -108,6 +109,7 @@ public final class LibraryUpdater: @unchecked Sendable {
                     lock.broadcast()
                     return nil
                 }
+                notify(.finished(job: current, summary: summary, error: failure))
                 guard let next else { return }
                 current = next
             }
