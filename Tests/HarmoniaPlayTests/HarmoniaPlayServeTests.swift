@@ -156,7 +156,9 @@ struct HarmoniaPlayServeTests {
         for line in ["add \"Harmonia Artist/First Album\"", "add \"loose\"", "repeat 1", "setvol 30", "play 1", "pause 1", "seek 1 1.25"] {
             #expect(try client.command(line) == [], "\(line)")
         }
-        // The state is written on the main loop before the next command there is answered.
+        // The state keeper sees those commands' events on the main loop before
+        // the next command run there (a second `pause 1`) is answered.
+        #expect(try client.command("pause 1") == [])
         #expect(try client.fields("status")["state"] == "pause")
         kill(first.process.process.processIdentifier, SIGKILL)
         #expect(first.process.waitForExit(timeout: 10) == 9)

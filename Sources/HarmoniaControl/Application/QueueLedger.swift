@@ -9,9 +9,9 @@ import HarmoniaCore
 /// version, and each entry remembers the version that last moved or added it
 /// (what MPD's `plchanges` asks for).
 ///
-/// Threads: any; every method takes the ledger's lock. `sync` reads the
-/// service's queue, so callers sync on the player's main loop (or after a
-/// change they made) to see a queue no other command is changing.
+/// Threads: any; every method takes the ledger's lock (`sync(reading:)`
+/// reads the service's queue under it: the ledger's lock comes before the
+/// service's).
 public final class QueueLedger: @unchecked Sendable {
     /// One queue entry with its id and the version that last placed it.
     public struct Entry: Sendable, Equatable {
@@ -36,7 +36,16 @@ public final class QueueLedger: @unchecked Sendable {
     /// theirs, and any difference makes a new version. Returns the entries.
     @discardableResult
     public func sync(with queue: [Track]) -> [Entry] {
+        sync { queue }
+    }
+
+    /// `sync(with:)` with the queue read under the ledger's lock, so that
+    /// threads syncing at once apply their snapshots in the order they were
+    /// taken (an older snapshot never undoes a newer one).
+    @discardableResult
+    public func sync(reading current: () -> [Track]) -> [Entry] {
         lock.withLock {
+            let queue = current()
             guard queue.map(\.id) != entries.map(\.track.id) || zip(queue, entries).contains(where: { $0 != $1.track }) else {
                 return entries
             }

@@ -9,10 +9,12 @@ import HarmoniaLibrary
 import Glibc
 #endif
 
-/// The player as the MPD command groups see it. Every command that reads or
-/// changes the player runs on the application's main loop (`run`), so a
-/// command's effects and the events it causes keep their order for every
-/// frontend.
+/// The player as the MPD command groups see it. Every command that changes
+/// the player runs on the application's main loop (`run`), so a command's
+/// effects and the events it causes keep their order for every frontend;
+/// commands that only read (status, the queue's listings) read the
+/// thread-safe service and ledger on the connection's thread, after the
+/// connection's earlier commands have finished.
 ///
 /// Threads: any (commands come on connection threads); MPD's own modes are
 /// guarded by a lock.
@@ -59,9 +61,9 @@ public final class MPDPlayer: @unchecked Sendable {
         return try result.get()
     }
 
-    /// The queue as MPD numbers it, synced with the service (main loop).
+    /// The queue as MPD numbers it, synced with the service (any thread).
     @discardableResult
-    func syncQueue() -> [QueueLedger.Entry] { ledger.sync(with: service.queue) }
+    func syncQueue() -> [QueueLedger.Entry] { ledger.sync { service.queue } }
 
     // MARK: Modes
 

@@ -109,29 +109,24 @@ public struct MPDQueueCommands: MPDCommandGroup {
             }
         case "playlistinfo":
             let range = try args.first.map { (text) throws(MPDError) in try MPDArgument.range(text) }
-            let entries = try player.run { () throws(MPDError) in
-                let entries = player.syncQueue()
-                let positions = try range.map { (range) throws(MPDError) in try checked(range, count: entries.count) } ?? entries.indices
-                return positions.map { ($0, entries[$0]) }
-            }
-            for (position, entry) in entries { player.write(entry, position: position, into: &writer) }
+            let entries = player.syncQueue()
+            let positions = try range.map { (range) throws(MPDError) in try checked(range, count: entries.count) } ?? entries.indices
+            for position in positions { player.write(entries[position], position: position, into: &writer) }
         case "playlistid":
             let id = try args.first.map { (text) throws(MPDError) in try MPDArgument.unsigned(text) }
-            let entries = try player.run { () throws(MPDError) in
-                let entries = player.syncQueue()
-                guard let id else { return Array(entries.enumerated()) }
-                let position = try position(ofID: id)
-                return [(position, entries[position])]
+            let entries = player.syncQueue()
+            if let id {
+                guard let position = entries.firstIndex(where: { $0.id == Int(id) }) else { throw MPDError(.noExist, "No such song") }
+                player.write(entries[position], position: position, into: &writer)
+            } else {
+                for (position, entry) in entries.enumerated() { player.write(entry, position: position, into: &writer) }
             }
-            for (position, entry) in entries { player.write(entry, position: position, into: &writer) }
         case "plchanges", "plchangesposid":
             let version = try MPDArgument.uint32(args[0])
             let range = try args.count > 1 ? MPDArgument.range(args[1]) : MPDRange.all
-            let changes = try player.run { () throws(MPDError) in
-                player.syncQueue()
-                return player.ledger.changes(since: Int(version)).filter { position, _ in
-                    position >= Int(range.start) && range.end.map { position < Int($0) } ?? true
-                }
+            player.syncQueue()
+            let changes = player.ledger.changes(since: Int(version)).filter { position, _ in
+                position >= Int(range.start) && range.end.map { position < Int($0) } ?? true
             }
             for (position, entry) in changes {
                 if request.command == "plchanges" {
@@ -145,8 +140,7 @@ public struct MPDQueueCommands: MPDCommandGroup {
             let filter = try MPDFilterParser.parse(args, foldCase: request.command == "playlistsearch")
             let matcher: LibraryFilterMatcher
             do throws(CoreError) { matcher = try LibraryFilterMatcher(filter) } catch { throw MPDError(error) }
-            let entries = try player.run { () throws(MPDError) in Array(player.syncQueue().enumerated()) }
-            for (position, entry) in entries where matcher.matches(player.song(for: entry.track)) {
+            for (position, entry) in player.syncQueue().enumerated() where matcher.matches(player.song(for: entry.track)) {
                 player.write(entry, position: position, into: &writer)
             }
         default:

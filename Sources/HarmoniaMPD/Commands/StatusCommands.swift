@@ -25,15 +25,12 @@ public struct MPDStatusCommands: MPDCommandGroup {
     public func handle(_ request: MPDRequest, context: MPDContext, into writer: inout MPDResponseWriter) throws(MPDError) {
         switch request.command {
         case "status":
-            let lines = try player.run { () throws(MPDError) in status() }
-            for (key, value) in lines { writer.append(key, value) }
+            for (key, value) in status() { writer.append(key, value) }
         case "currentsong":
-            let current = try player.run { () throws(MPDError) -> (QueueLedger.Entry, Int)? in
-                let entries = player.syncQueue()
-                guard let index = player.service.currentIndex, entries.indices.contains(index) else { return nil }
-                return (entries[index], index)
+            let entries = player.syncQueue()
+            if let index = player.service.currentIndex, entries.indices.contains(index) {
+                player.write(entries[index], position: index, into: &writer)
             }
-            if let (entry, position) = current { player.write(entry, position: position, into: &writer) }
         case "stats":
             let stats: LibraryStats
             do throws(CoreError) { stats = try player.library.store.stats() } catch { throw MPDError(error) }
@@ -61,7 +58,7 @@ public struct MPDStatusCommands: MPDCommandGroup {
         }
     }
 
-    /// MPD 0.23's `status` lines, in its order (main loop).
+    /// MPD 0.23's `status` lines, in its order (any thread: a snapshot).
     private func status() -> [(String, String)] {
         let service = player.service
         let entries = player.syncQueue()
