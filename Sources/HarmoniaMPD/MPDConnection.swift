@@ -181,11 +181,23 @@ final class MPDConnection: @unchecked Sendable {
 
     private func enqueueLocked(_ bytes: [UInt8]) -> Bool {
         guard state == .open else { return false }
-        guard outbox.count - outboxStart + bytes.count <= dispatch.configuration.maxOutputBytes else {
+        var start = 0
+        if outboxStart == outbox.count {
+            // Nothing queued or in the writer's hands: send what the socket
+            // takes at once (never waiting), and queue only the rest — an
+            // answer does not wait for the writer thread to wake.
+            guard let sent = bytes.withUnsafeBytes({ MPDSocket.sendNow(fd, $0) }) else {
+                dropLocked()
+                return false
+            }
+            start = sent
+            if start == bytes.count { return true }
+        }
+        guard outbox.count - outboxStart + bytes.count - start <= dispatch.configuration.maxOutputBytes else {
             dropLocked()
             return false
         }
-        outbox.append(contentsOf: bytes)
+        outbox.append(contentsOf: bytes[start...])
         lock.broadcast()
         return true
     }

@@ -119,6 +119,22 @@ enum MPDSocket {
         return true
     }
 
+    /// Sends what the socket takes now without waiting (MSG_DONTWAIT): the
+    /// bytes sent (0 when its buffer is full), or nil when the peer is gone.
+    static func sendNow(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Int? {
+        var offset = 0
+        while offset < bytes.count {
+            let n = send(fd, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
+            if n < 0 {
+                if errno == EINTR { continue }
+                if errno == EAGAIN || errno == EWOULDBLOCK { return offset }
+                return nil
+            }
+            offset += n
+        }
+        return offset
+    }
+
     /// Ends both directions: a thread blocked in recv/send/accept on `fd` returns.
     static func shutdownBoth(_ fd: Int32) {
         _ = Glibc.shutdown(fd, Int32(SHUT_RDWR))
