@@ -104,6 +104,36 @@ struct HarmoniaPlayServeTests {
         #expect(try client.fields("status")["playlistlength"] == "0")
     }
 
+    @Test("a client that sends 20,000 listallinfo and never reads is dropped; memory stays bounded; others are answered within 1 s")
+    func floodingClient() throws {
+        let music = try Self.music(), dir = try Self.folder("flood")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let server = try ServeProcess(music: music, folder: dir)
+        defer { server.stop() }
+        try server.waitForLibrary(songs: Self.musicSongs)
+        let pid = server.process.process.processIdentifier
+        let before = try Self.residentKiB(pid)
+
+        let flood = try MPDTestClient(port: server.port)
+        let lines = String(repeating: "listallinfo\n", count: 20_000)
+        flood.sendRaw(lines)  // and never reads its answers
+        let other = try MPDTestClient(port: server.port, seconds: 1)  // a read waiting longer than 1 s fails the test
+        for _ in 0..<20 { #expect(try other.fields("status")["state"] == "stop") }
+        #expect(flood.waitForClose(seconds: 20), "the flooding client was not dropped")
+        #expect(try other.fields("status")["state"] == "stop")
+        let grown = try Self.residentKiB(pid, peak: true) - before
+        print("[serve] a client flooding 20,000 listallinfo: dropped; peak resident memory grew by \(grown / 1024) MiB")
+        #expect(grown < 64 * 1024, "peak resident memory grew by \(grown / 1024) MiB")
+    }
+
+    /// VmRSS (or VmHWM, the peak) of `pid` in KiB.
+    static func residentKiB(_ pid: Int32, peak: Bool = false) throws -> Int {
+        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+        let key = peak ? "VmHWM:" : "VmRSS:"
+        let line = status.split(separator: "\n").first { $0.hasPrefix(key) } ?? ""
+        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+    }
+
     @Test("SIGTERM and SIGINT end it with 128+signal, its control socket removed", arguments: [SIGTERM, SIGINT])
     func signals(_ signo: Int32) throws {
         let music = try Self.music(), dir = try Self.folder("signal")

@@ -46,6 +46,33 @@ public final class MPDTestClient {
         return answer
     }
 
+    /// Sends `text` as it is (several lines at once), reading nothing.
+    public func sendRaw(_ text: String) {
+        var bytes = Array(text.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+            if n <= 0 { return }
+            offset += n
+        }
+    }
+
+    /// True once the server has closed or reset the connection, seen without
+    /// reading anything (a client that reads is not a client that never reads);
+    /// false if it is still open after `seconds`.
+    public func waitForClose(seconds: Int) -> Bool {
+        let readHangUp: Int16 = 0x2000  // POLLRDHUP (Linux; C declares it only with _GNU_SOURCE)
+        var entry = pollfd(fd: fd, events: readHangUp, revents: 0)
+        let deadline = Date().addingTimeInterval(Double(seconds))
+        while Date() < deadline {
+            let left = Int32(max(1, deadline.timeIntervalSinceNow * 1000))
+            let n = poll(&entry, 1, left)
+            if n > 0 && entry.revents & (readHangUp | Int16(POLLHUP) | Int16(POLLERR)) != 0 { return true }
+            if n < 0 && errno != EINTR { return false }
+        }
+        return false
+    }
+
     /// `key: value` pairs of an answer (the first value of each key).
     public func fields(_ line: String) throws -> [String: String] {
         var result: [String: String] = [:]
