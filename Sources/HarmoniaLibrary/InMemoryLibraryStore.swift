@@ -41,18 +41,6 @@ public final class InMemoryLibraryStore: LibraryStorePort, @unchecked Sendable {
         return LibraryAggregation.pathOrder(try read().songs.values.filter(matcher.matches))
     }
 
-    public func tagValues(_ tag: LibraryTag, groupedBy groups: [LibraryTag], matching filter: LibraryFilter) throws(CoreError) -> [LibraryTagRow] {
-        LibraryAggregation.tagValues(tag, groupedBy: groups, in: try songs(matching: filter))
-    }
-
-    public func count(matching filter: LibraryFilter) throws(CoreError) -> LibraryCount {
-        LibraryAggregation.count(try songs(matching: filter))
-    }
-
-    public func count(matching filter: LibraryFilter, groupedBy tag: LibraryTag) throws(CoreError) -> [LibraryGroupCount] {
-        LibraryAggregation.count(try songs(matching: filter), groupedBy: tag)
-    }
-
     public func stats() throws(CoreError) -> LibraryStats {
         let contents = try read()
         return LibraryAggregation.stats(Array(contents.songs.values), lastUpdate: contents.lastUpdate)

@@ -107,6 +107,22 @@ public protocol LibraryStorePort: AnyObject, Sendable {
     func close()
 }
 
+extension LibraryStorePort {
+    /// The answers computed from `songs(matching:)` (LibraryAggregation),
+    /// for a store that has nothing quicker.
+    public func tagValues(_ tag: LibraryTag, groupedBy groups: [LibraryTag], matching filter: LibraryFilter) throws(CoreError) -> [LibraryTagRow] {
+        LibraryAggregation.tagValues(tag, groupedBy: groups, in: try songs(matching: filter))
+    }
+
+    public func count(matching filter: LibraryFilter) throws(CoreError) -> LibraryCount {
+        LibraryAggregation.count(try songs(matching: filter))
+    }
+
+    public func count(matching filter: LibraryFilter, groupedBy tag: LibraryTag) throws(CoreError) -> [LibraryGroupCount] {
+        LibraryAggregation.count(try songs(matching: filter), groupedBy: tag)
+    }
+}
+
 extension LibraryDirectory {
     /// The folder holding this folder ("" for a top-level folder); nil for the top itself.
     public var parent: String? {

@@ -72,18 +72,6 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
         return LibraryAggregation.pathOrder(candidates.filter(matcher.matches))
     }
 
-    public func tagValues(_ tag: LibraryTag, groupedBy groups: [LibraryTag], matching filter: LibraryFilter) throws(CoreError) -> [LibraryTagRow] {
-        LibraryAggregation.tagValues(tag, groupedBy: groups, in: try songs(matching: filter))
-    }
-
-    public func count(matching filter: LibraryFilter) throws(CoreError) -> LibraryCount {
-        LibraryAggregation.count(try songs(matching: filter))
-    }
-
-    public func count(matching filter: LibraryFilter, groupedBy tag: LibraryTag) throws(CoreError) -> [LibraryGroupCount] {
-        LibraryAggregation.count(try songs(matching: filter), groupedBy: tag)
-    }
-
     public func stats() throws(CoreError) -> LibraryStats {
         try read { db in
             let totals = try db.prepare("""
