@@ -239,6 +239,17 @@ final class SnapcastControlBridge {
         SnapcastProperties.properties(snapshot, albumArtist: snapshot?.url.flatMap { albumArtists[$0] ?? nil })
     }
 
+    /// The first time: Ready (snapserver then asks for the properties, so
+    /// that it learns them complete, album artist included); then pushes.
+    private func publish() {
+        guard readySent else {
+            readySent = true
+            send(SnapcastPlugin.ready)
+            return
+        }
+        pushProperties()
+    }
+
     /// Pushes the properties when they differ from what snapserver has.
     private func pushProperties() {
         let properties = currentProperties()
@@ -371,16 +382,12 @@ final class SnapcastControlBridge {
             }
         case .info(let url):
             albumArtists[url] = failed ? .some(nil) : .some(message["result"]?["albumArtist"]?.string)
-            pushProperties()
+            publish()
         case .status:
             statusInFlight = false
             lastStatusAt = Self.now()
             if !failed, let result = message["result"], let status = PlayerSnapshot(status: result) {
                 snapshot = status
-                if !readySent {
-                    readySent = true
-                    send(SnapcastPlugin.ready)
-                }
                 if let url = status.url, albumArtists[url] == nil, Self.isLocal(url) {
                     // A new file: its album artist first (the player answers
                     // `info` before anything asked after it), then one push.
@@ -388,7 +395,7 @@ final class SnapcastControlBridge {
                     albumArtists[url] = .some(nil)  // asked once
                     sendToPlayer("info", .object([("uri", .string(url))]), .info(url: url))
                 } else {
-                    pushProperties()
+                    publish()
                 }
             } else {
                 log("the player's status could not be read; ignored")
@@ -401,7 +408,7 @@ final class SnapcastControlBridge {
 
     /// A local file: `info` reads it at once (a network URL could keep the
     /// player's loop waiting on the connection).
-    static func isLocal(_ url: String) -> Bool { url.hasPrefix("/") || url.hasPrefix("file:") }
+    static func isLocal(_ url: String) -> Bool { !url.contains("://") || url.hasPrefix("file:") }
 
     static func now() -> Double {
         var t = timespec()

@@ -31,6 +31,11 @@ struct SnapcastControlCommand: ParsableCommand {
         // First: snapserver's descriptors (its listening sockets among them)
         // must not live on in this process.
         SnapcastControlBridge.closeInheritedDescriptors()
+        // snapserver's blocked signals are inherited too: unblocked, so that
+        // SIGTERM and SIGINT end the bridge as they end any program.
+        var none = sigset_t()
+        sigemptyset(&none)
+        sigprocmask(SIG_SETMASK, &none, nil)
         signal(SIGPIPE, SIG_IGN)
         guard let value = getenv("HARMONIA_CONTROL").map({ String(cString: $0) }), !value.isEmpty else {
             Console.err("harmonia-play snapcast-control: HARMONIA_CONTROL is not set (the player's control socket, as given to --control unix:PATH)")
