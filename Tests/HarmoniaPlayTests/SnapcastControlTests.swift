@@ -426,4 +426,68 @@ struct SnapcastControlTests {
         #expect(bridge.waitForExit(timeout: 2) == 0)
         print("snapcast-control: exited \(String(format: "%.0f", Date().timeIntervalSince(started) * 1000)) ms after stdin ended")
     }
+
+    @Test("a hostile or silent player: junk and huge lines ignored, an unanswered command answered with an error after 3 s")
+    func hostilePlayer() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        // A fake player: a listening Unix socket this test answers on by hand.
+        let path = folder + "/fake.sock"
+        let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listener) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            let bytes = Array(path.utf8)
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
+        try #require(bound == 0 && listen(listener, 4) == 0)
+        var environment = ProcessInfo.processInfo.environment
+        environment["HARMONIA_CONTROL"] = path
+        let bridge = try LineProcess(Self.binary, ["snapcast-control"], environment: environment)
+        let connection = accept(listener, nil, nil)
+        try #require(connection >= 0)
+        defer { close(connection) }
+        let fromBridge = LineBuffer()
+        Thread {
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            while true {
+                let n = buffer.withUnsafeMutableBytes { recv(connection, $0.baseAddress!, $0.count, 0) }
+                if n <= 0 { break }
+                fromBridge.append(Data(buffer[0..<n]))
+            }
+            fromBridge.end()
+        }.start()
+        func toBridge(_ text: String) {
+            var bytes = Array(text.utf8)
+            var offset = 0
+            while offset < bytes.count {
+                let n = bytes.withUnsafeMutableBytes { send(connection, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+                if n <= 0 { return }
+                offset += n
+            }
+        }
+        let status = try #require(fromBridge.take { $0.contains("\"status\"") }.flatMap { SnapcastRPC.object($0.line) })
+        let statusID = try #require(status["message_id"] as? Int)
+        // Junk first: not JSON, a 5 MB line, a reply nobody asked for, an event-shaped array.
+        toBridge("not json\n" + String(repeating: "x", count: 5 << 20) + "\n{\"message_id\":999999,\"result\":null}\n[1]\n")
+        toBridge("{\"message_id\":\(statusID),\"result\":{\"state\":\"paused\",\"position\":1.0,\"count\":1,\"index\":0,\"repeat\":\"off\",\"shuffle\":false,\"volume\":50,\"muted\":false,\"track\":{\"id\":\"X\",\"url\":\"http://radio.example/stream\",\"title\":\"Fake\"}}}\n")
+        #expect(bridge.stdout.take { $0.contains("Plugin.Stream.Ready") } != nil)
+        #expect(bridge.stderr.take { $0.contains("longer than") } != nil)
+        bridge.write("{\"id\":1,\"jsonrpc\":\"2.0\",\"method\":\"Plugin.Stream.Player.GetProperties\"}\n")
+        let properties = try #require(bridge.stdout.take { SnapcastRPC.object($0)?["id"] as? Int == 1 }.flatMap { SnapcastRPC.object($0.line) })
+        #expect(((properties["result"] as? [String: Any])?["metadata"] as? [String: Any])?["title"] as? String == "Fake")
+        // The player never answers this one: snapserver gets an error after 3 s, not silence.
+        let started = Date()
+        bridge.write("{\"id\":2,\"jsonrpc\":\"2.0\",\"method\":\"Plugin.Stream.Player.Control\",\"params\":{\"command\":\"play\"}}\n")
+        #expect(fromBridge.take { $0.contains("\"play\"") } != nil)
+        let late = try #require(bridge.stdout.take(timeout: 6) { SnapcastRPC.object($0)?["id"] as? Int == 2 }.flatMap { SnapcastRPC.object($0.line) })
+        let waited = Date().timeIntervalSince(started)
+        #expect(((late["error"] as? [String: Any])?["data"] as? String)?.contains("did not answer") == true)
+        #expect(waited >= 2.9 && waited < 4.5, "answered after \(waited) s")
+        bridge.closeInput()
+        #expect(bridge.waitForExit(timeout: 2) == 0)
+    }
 }
