@@ -15,6 +15,7 @@ struct HarmoniaPlay: ParsableCommand {
             harmonia-play [play] [OPTIONS] INPUT...
             harmonia-play info [--json] [--artwork PATH] INPUT...
             harmonia-play decode INPUT -o OUTPUT [--start-frame N]
+            HARMONIA_CONTROL=PATH harmonia-play snapcast-control  (started by snapserver)
             """,
         discussion: """
             Without a subcommand, plays: harmonia-play [OPTIONS] INPUT... (see 'harmonia-play play --help').
@@ -31,7 +32,7 @@ struct HarmoniaPlay: ParsableCommand {
               harmonia-play vectors specs/vectors/*.json
             """,
         version: HarmoniaVersion.string,
-        subcommands: [PlayCommand.self, ServeCommand.self, InfoCommand.self, DecodeCommand.self, VectorsCommand.self],
+        subcommands: [PlayCommand.self, ServeCommand.self, InfoCommand.self, DecodeCommand.self, VectorsCommand.self, SnapcastControlCommand.self],
         defaultSubcommand: PlayCommand.self
     )
 }
