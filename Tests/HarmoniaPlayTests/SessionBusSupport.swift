@@ -39,24 +39,18 @@ final class PrivateSessionBus {
     /// The exit status of `process`, waiting up to `timeout` seconds; nil
     /// (and the process killed) when it has not exited by then.
     static func exitStatus(_ process: LineProcess, timeout: Double = 60) -> Int32? {
-        let done = DispatchSemaphore(value: 0)
-        let waiter = Thread { [process] in
-            process.process.waitUntilExit()
-            done.signal()
-        }
-        waiter.start()
-        guard done.wait(timeout: .now() + timeout) == .success else {
+        guard let status = process.exitStatus(within: timeout) else {
             kill(process)
             return nil
         }
-        return process.process.terminationStatus
+        return status
     }
 
     /// Ends `process` for sure: SIGKILL (a child started from a test thread
     /// inherits its blocked SIGTERM), then reaps it.
     static func kill(_ process: LineProcess) {
         if process.process.isRunning { Glibc.kill(process.process.processIdentifier, SIGKILL) }
-        process.process.waitUntilExit()
+        _ = process.exitStatus(within: 10)
     }
 
     /// Runs a tool found on PATH with the private bus; waits for its exit.

@@ -107,15 +107,44 @@ public final class LineBuffer: @unchecked Sendable {
     }
 }
 
+/// A child's exit, waited for without spinning.
+final class ExitSignal: @unchecked Sendable {
+    private let condition = NSCondition()
+    // Guarded by `condition`.
+    private var exited = false
+
+    func signal() {
+        condition.lock()
+        exited = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// True once exited; false after `seconds` without.
+    func wait(seconds: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        condition.lock()
+        defer { condition.unlock() }
+        while !exited {
+            if !condition.wait(until: deadline) { return exited }
+        }
+        return true
+    }
+}
+
 /// A child process with a pipe on stdin and its stdout read line by line.
 public final class LineProcess: @unchecked Sendable {
     public let process = Process()
     public let stdout = LineBuffer()
     public let stderr = LineBuffer()
     private let input = Pipe()
+    /// Set by the termination handler: Foundation's `waitUntilExit` spins its
+    /// run loop on Linux (a whole core for as long as it waits).
+    private let exit = ExitSignal()
 
     /// - Parameter environment: the child's whole environment (nil: this process's).
     public init(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws {
+        process.terminationHandler = { [exit] _ in exit.signal() }
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         if let environment { process.environment = environment }
@@ -144,18 +173,18 @@ public final class LineProcess: @unchecked Sendable {
     /// Waits for the exit (at most `timeout` seconds; then kills it) and returns the status.
     @discardableResult
     public func waitForExit(timeout: Double = 10) -> Int32? {
-        let done = DispatchSemaphore(value: 0)
-        let waiter = Thread { [process] in
-            process.waitUntilExit()
-            done.signal()
-        }
-        waiter.start()
-        if done.wait(timeout: .now() + timeout) == .timedOut {
+        guard exit.wait(seconds: timeout) else {
             process.terminate()
-            process.waitUntilExit()
+            _ = exit.wait(seconds: 10)
             return nil
         }
         return process.terminationStatus
+    }
+
+    /// The exit status once the process has exited, waiting at most
+    /// `seconds`; nil (and the process left running) when it has not.
+    public func exitStatus(within seconds: Double) -> Int32? {
+        exit.wait(seconds: seconds) ? process.terminationStatus : nil
     }
 
     deinit {
