@@ -194,6 +194,7 @@ struct HarmoniaPlaySnapcastTests {
         #expect(said != nil, "stderr: \(player.stderr.all)")
         #expect(saidAfter < 1, "said after \(saidAfter) s")
         #expect(player.stdout.take(timeout: 2, where: { $0.contains("\"event\":\"error\"") }) != nil)
+        #expect(player.stdout.take(timeout: 2, where: { $0.contains("\"state\":\"buffering\"") }) != nil)
         #expect(player.process.isRunning)
         try server.start()
         let restartedAt = Self.monotonic()
@@ -211,6 +212,7 @@ struct HarmoniaPlaySnapcastTests {
             if start < end, samples[start..<end].contains(where: { $0 != 0 }) { audioAfter = arrived - restartedAt }
         }
         #expect(audioAfter != nil && audioAfter! < 5, "audio again after \(audioAfter.map { "\($0) s" } ?? "never")")
+        #expect(player.stdout.take(timeout: 5, where: { $0.contains("\"state\":\"playing\"") }) != nil, "playing again")
         let termAt = Self.monotonic()
         kill(player.process.processIdentifier, SIGTERM)
         let status = player.waitForExit(timeout: 5)
