@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "HarmoniaLibrary", targets: ["HarmoniaLibrary"]),
         .library(name: "HarmoniaSQLite", targets: ["HarmoniaSQLite"]),
         .library(name: "HarmoniaMPD", targets: ["HarmoniaMPD"]),
+        .library(name: "HarmoniaSnapcast", targets: ["HarmoniaSnapcast"]),
         .executable(name: "harmonia-play", targets: ["harmonia-play"]),
     ],
     dependencies: [
@@ -82,6 +83,14 @@ let package = Package(
             name: "HarmoniaPulseAudio",
             dependencies: ["HarmoniaCore", "CPulseAudio"]
         ),
+        // An output to every room of a Snapcast server: its own module because
+        // it brings its own C (libswresample through CFFmpeg, for resampling
+        // only), its own network protocol and its own test world (a real
+        // snapserver); HarmoniaCore stays C-free and the decoder socket-free.
+        .target(
+            name: "HarmoniaSnapcast",
+            dependencies: ["HarmoniaCore", "CFFmpeg"]
+        ),
         // A driving adapter: it calls the playback service on behalf of the
         // desktop (MPRIS 2 on the D-Bus session bus); the core does not know it.
         .target(
@@ -119,7 +128,7 @@ let package = Package(
         // MARK: Composition: the default adapters wired in one call
         .target(
             name: "HarmoniaLinux",
-            dependencies: ["HarmoniaCore", "HarmoniaFFmpeg", "HarmoniaPulseAudio", "HarmoniaHTTP"]
+            dependencies: ["HarmoniaCore", "HarmoniaFFmpeg", "HarmoniaPulseAudio", "HarmoniaHTTP", "HarmoniaSnapcast"]
         ),
 
         // MARK: Programs
@@ -137,6 +146,7 @@ let package = Package(
                 "HarmoniaPulseAudio",
                 "CLibFuzzer",
                 "HarmoniaHTTP",
+                "HarmoniaSnapcast",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -183,6 +193,10 @@ let package = Package(
         .testTarget(
             name: "HarmoniaMPDTests",
             dependencies: ["HarmoniaCore", "HarmoniaLibrary", "HarmoniaMPD", "HarmoniaControl", "HarmoniaTestSupport"]
+        ),
+        .testTarget(
+            name: "HarmoniaSnapcastTests",
+            dependencies: ["HarmoniaCore", "HarmoniaSnapcast", "HarmoniaTestSupport"]
         ),
         .testTarget(
             name: "HarmoniaPlayTests",

@@ -9,6 +9,7 @@ import HarmoniaCore
 import HarmoniaFFmpeg
 import HarmoniaHTTP
 import HarmoniaPulseAudio
+import HarmoniaSnapcast
 
 /// Wires the default adapters into services. Every port can be replaced
 /// before `makePlaybackService` (tests, other outputs, another logger).
@@ -32,6 +33,9 @@ public struct CoreFactory: Sendable {
         /// The same file, written in real time as a device plays (a server's
         /// output: positions are heard positions; a flush drops what was not played).
         case pacedFile(path: String)
+        /// Every room of a Snapcast server, through its TCP source in server
+        /// mode (specs/snapcast.md), paced by the factory's clock.
+        case snapcast(SnapcastEndpoint)
         /// An output the caller built.
         case custom(any AudioOutputPort)
     }
@@ -97,6 +101,9 @@ public struct CoreFactory: Sendable {
             return FileAudioOutput(path: path)
         case .pacedFile(let path):
             return FileAudioOutput(path: path, pacedBy: clock, ringFrames: Int(configuration.decodeAhead * 96_000))
+        case .snapcast(let endpoint):
+            return SnapcastOutputAdapter(options: SnapcastOutputAdapter.Options(
+                endpoint: endpoint, clock: clock, ringFrames: Int(configuration.decodeAhead * 96_000)))
         case .custom(let port):
             return port
         }

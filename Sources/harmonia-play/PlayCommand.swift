@@ -7,6 +7,7 @@ import HarmoniaCore
 import HarmoniaFFmpeg
 import HarmoniaLinux
 import HarmoniaPulseAudio
+import HarmoniaSnapcast
 import Logging
 #if canImport(Glibc)
 import Glibc
@@ -21,6 +22,8 @@ enum OutputChoice: ExpressibleByArgument, Equatable {
     /// A file written as fast as decoding goes: float WAV for a `.wav` path,
     /// raw float32 little-endian otherwise.
     case file(String)
+    /// Every room of a Snapcast server: snapcast://HOST[:PORT][/?sampleformat=R:B:C&buffer=MS].
+    case snapcast(SnapcastEndpoint)
 
     init?(argument: String) {
         switch argument {
@@ -28,6 +31,9 @@ enum OutputChoice: ExpressibleByArgument, Equatable {
         case "null": self = .null
         case _ where argument.hasPrefix("file:") && argument.count > 5:
             self = .file(String(argument.dropFirst(5)))
+        case _ where argument.lowercased().hasPrefix("snapcast://"):
+            guard let endpoint = try? SnapcastEndpoint(url: argument) else { return nil }
+            self = .snapcast(endpoint)
         default: return nil
         }
     }
@@ -85,6 +91,7 @@ struct PlayCommand: ParsableCommand {
               harmonia-play --volume 50 --replaygain album --preamp 3 *.flac
               harmonia-play --output file:out.f32 a.flac b.flac   # raw float32, as fast as decoding goes
               harmonia-play --output null --quiet song.opus       # real time, no sound
+              harmonia-play --output snapcast://127.0.0.1 *.flac  # every Snapcast room, in sync
               harmonia-play --device alsa_output.usb --latency 20 song.wav
               harmonia-play --json --output null song.flac          # events as JSON lines
               harmonia-play --control unix:/tmp/hp.sock --repeat all *.flac
@@ -93,8 +100,8 @@ struct PlayCommand: ParsableCommand {
     )
 
     @Option(help: ArgumentHelp(
-        "Where the sound goes: 'pulse' (PulseAudio), 'null' (consumed in real time, no sound), or 'file:PATH' (the source's rate and channels as raw float32 little-endian, or float WAV for a .wav PATH, written as fast as decoding goes; one format per file: a track of another format ends playback with an error).",
-        valueName: "pulse|null|file:PATH"))
+        "Where the sound goes: 'pulse' (PulseAudio), 'null' (consumed in real time, no sound), 'file:PATH' (the source's rate and channels as raw float32 little-endian, or float WAV for a .wav PATH, written as fast as decoding goes; one format per file: a track of another format ends playback with an error), or 'snapcast://HOST[:PORT][/?sampleformat=R:B:C&buffer=MS]' (every room of a Snapcast server, through its TCP source in server mode; port 4953, 48000:16:2 and snapserver's buffer 1000 ms by default).",
+        valueName: "pulse|null|file:PATH|snapcast://HOST[:PORT]"))
     var output: OutputChoice = .pulse
 
     @Option(help: ArgumentHelp("Start the first input at TIME.", valueName: "TIME"), transform: TimeArgument.parse)
@@ -279,6 +286,8 @@ struct PlayCommand: ParsableCommand {
             return .null
         case .file(let path):
             return .file(path: path)
+        case .snapcast(let endpoint):
+            return .snapcast(endpoint)
         }
     }
 }

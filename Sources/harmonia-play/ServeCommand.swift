@@ -10,6 +10,7 @@ import HarmoniaLinux
 import HarmoniaMPD
 import HarmoniaPulseAudio
 import HarmoniaSQLite
+import HarmoniaSnapcast
 import Logging
 #if canImport(Glibc)
 import Glibc
@@ -50,7 +51,7 @@ struct ServeCommand: ParsableCommand {
     @Option(help: ArgumentHelp("The password MPD clients must give (MPD's 'password' command) before anything else.", valueName: "SECRET"))
     var password: String?
 
-    @Option(help: ArgumentHelp("Where the sound goes: 'pulse', 'null' (no sound) or 'file:PATH' (float32, written in real time as heard).", valueName: "pulse|null|file:PATH"))
+    @Option(help: ArgumentHelp("Where the sound goes: 'pulse', 'null' (no sound), 'file:PATH' (float32, written in real time as heard) or 'snapcast://HOST[:PORT][/?sampleformat=R:B:C&buffer=MS]' (every room of a Snapcast server).", valueName: "pulse|null|file:PATH|snapcast://HOST[:PORT]"))
     var output: OutputChoice = .pulse
 
     @Option(help: ArgumentHelp("PulseAudio sink name.", valueName: "SINK"))
@@ -176,6 +177,7 @@ struct ServeCommand: ParsableCommand {
         case .pulse: "pulse"
         case .null: "null"
         case .file: "file"
+        case .snapcast: "snapcast"
         }
     }
 
@@ -190,6 +192,8 @@ struct ServeCommand: ParsableCommand {
             return .null
         case .file(let path):
             return .pacedFile(path: path)  // positions are heard positions on every output
+        case .snapcast(let endpoint):
+            return .snapcast(endpoint)
         }
     }
 }

@@ -52,6 +52,9 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
     var timeline = OutputTimeline()
     var outputFormat: AudioFormat?
     var outputStarted = false
+    /// The output reported an error and is reconnecting (PulseAudio,
+    /// Snapcast): `buffering` until its `reconnected`, since nothing is heard.
+    var outputLost = false
     /// The next track, opened, when its format differs: it starts once the
     /// listener has heard every written frame and the output is reconfigured.
     var awaitingFormat: OpenTrack?

@@ -202,7 +202,7 @@ extension DefaultPlaybackService {
             open.nextFrame += Int64(frames)
             pending = (buffer, 0, frames, channels)
             writePending()
-            if currentState == .buffering && !corkedForBuffering { setState(.playing) }
+            if currentState == .buffering && !corkedForBuffering && !outputLost { setState(.playing) }
         }
     }
 

@@ -9,7 +9,8 @@ import Foundation
 
 extension DefaultPlaybackService {
     /// Underruns become events, and `buffering` while a read is stalled;
-    /// output errors become error events (the output reconnects itself).
+    /// output errors become error events and `buffering` until the output
+    /// says it reconnected (it reconnects itself).
     /// The output's observer only queues the event (it may run under the
     /// output's lock); a thread of the service's own handles it, so nothing
     /// depends on a Swift concurrency executor being free.
@@ -45,8 +46,17 @@ extension DefaultPlaybackService {
                 }
             case .error(let error):
                 hub.emit(.error(error, url: nil))
+                // The output reconnects by itself; meanwhile nothing is heard.
+                if currentState == .playing {
+                    outputLost = true
+                    setState(.buffering)
+                }
             case .reconnected(let frame):
                 logger.info("output reconnected at frame \(frame)")
+                if outputLost {
+                    outputLost = false
+                    if currentState == .buffering, intent == .playing, !corkedForBuffering { setState(.playing) }
+                }
             }
         }
     }

@@ -1,0 +1,588 @@
+// SnapcastOutputAdapter — specs/snapcast.md
+//
+// HarmoniaSnapcast is a module of its own because it is an adapter with its
+// own C dependency and its own outside world: it reaches libswresample (the
+// CFFmpeg system library, for resampling only; no decoding), speaks TCP to a
+// snapserver, and is tested against a real snapserver. HarmoniaCore stays
+// free of C, the FFmpeg decoder module stays free of sockets, and an
+// application that wants no Snapcast does not link it.
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import Foundation
+import HarmoniaCore
+
+/// An `AudioOutputPort` that feeds a Snapcast server: every room of a
+/// snapserver plays what the queue plays, in sync.
+///
+/// It connects as a TCP client to snapserver's TCP source in server mode
+/// (`source = tcp://IP:PORT/?name=NAME&mode=server&sampleformat=48000:16:2`)
+/// and sends interleaved little-endian integers in the source's sample format,
+/// converted (and resampled, libsoxr) from the queue's Float32.
+///
+/// **Pacing.** A writer thread sends one 10 ms period at a time on the
+/// clock's time, keeping the socket `lead` (default 150 ms) ahead of
+/// snapserver's 20 ms reads, never behind: a read that finds nothing
+/// re-anchors snapserver's stream and glitches every room. When there is
+/// nothing to play (paused, stopped, between tracks, an underrun) it sends
+/// silence, so snapserver's timeline never breaks and pause, skip and resume
+/// are heard exactly `lead + buffer` later.
+///
+/// **Position.** `framesPlayed` is what the rooms hear: a frame sent as
+/// stream frame S plays at `anchor + S / rate + buffer − 20 ms` (snapserver
+/// stamps each chunk with its read time less one chunk and the rooms play it
+/// `buffer` later). Frames still in the pipeline at a flush or stop are heard
+/// but not counted, so a seek's new position starts where the service expects.
+///
+/// **Faults.** Snapserver gone: an `.error` event within one period, the
+/// ring is no longer consumed (the queue holds where it was), a new
+/// connection is tried every 0.5 s, and `.reconnected(frame:)` when it is
+/// back. What the old server had buffered (lead + buffer) is lost with it.
+///
+/// Threads: as the port says. The writer thread takes the output's lock once
+/// per period to produce that period (read the ring, gain, convert, account);
+/// it sends and waits with the lock released, allocates nothing and logs
+/// nothing per period.
+public final class SnapcastOutputAdapter: AudioOutputPort, @unchecked Sendable {
+    public struct Options: Sendable {
+        /// Where and in what format.
+        public var endpoint: SnapcastEndpoint
+        /// Paces the writer and dates the position (monotonic).
+        public var clock: any ClockPort
+        /// Frames the ring holds at the queue's rate (rounded up to a power of two).
+        public var ringFrames: Int
+        /// How long the first connection may take before `configure` fails.
+        public var connectTimeout: Double
+
+        public init(endpoint: SnapcastEndpoint, clock: any ClockPort = MonotonicClockAdapter(),
+                    ringFrames: Int = 65536, connectTimeout: Double = 2) {
+            self.endpoint = endpoint
+            self.clock = clock
+            self.ringFrames = ringFrames
+            self.connectTimeout = connectTimeout
+        }
+    }
+
+    public let options: Options
+    public let events: AsyncStream<AudioOutputEvent>
+    private let core: SnapcastWriterCore
+
+    public init(options: Options) {
+        self.options = options
+        core = SnapcastWriterCore(options: options)
+        events = core.hub.stream()
+    }
+
+    /// `SnapcastOutputAdapter(options:)` for a `snapcast://` URL.
+    /// - Throws: `invalidArgument` for a malformed URL.
+    public convenience init(url: String, clock: any ClockPort = MonotonicClockAdapter()) throws(CoreError) {
+        self.init(options: Options(endpoint: try SnapcastEndpoint(url: url), clock: clock))
+    }
+
+    deinit {
+        core.shutDown()
+        core.hub.finish()
+    }
+
+    public func observe(_ handler: @escaping @Sendable (AudioOutputEvent) -> Void) { core.hub.observe(handler) }
+
+    /// Sets the queue's format (a new ring and converter; framesPlayed
+    /// restarts at 0). The first call connects to snapserver and starts the
+    /// writer thread; later calls never wait for the network.
+    /// - Throws: `invalidArgument` (rate, channels), `ioError` (snapserver not
+    ///   reachable at the first call; the message says what to start).
+    public func configure(sampleRate: Double, channels: Int) throws(CoreError) {
+        try core.configure(sampleRate: sampleRate, channels: channels)
+    }
+
+    public func start() throws(CoreError) { try core.start() }
+    public func stop() { core.stop() }
+    public func pause() { core.setPaused(true) }
+    public func resume() { core.setPaused(false) }
+    public func flush() { core.flush() }
+    public func drain() { core.drain() }
+
+    public func write(_ frames: UnsafePointer<Float>, frameCount: Int) -> Int {
+        guard let ring = core.currentRing() else { return 0 }
+        return ring.write(frames, frames: frameCount)
+    }
+
+    /// Our gain on the samples (ramped over one period); heard after the
+    /// pipeline (lead + buffer), like everything sent.
+    public func setVolume(_ volume: Float) { core.setVolume(volume) }
+
+    public var framesPlayed: Int64 { core.framesPlayed }
+    public var underrunCount: Int { core.underrunCount }
+
+    /// Whether the output is connected to snapserver now.
+    public var isConnected: Bool { core.isConnected }
+}
+
+/// The state shared by the adapter's control calls and its writer thread.
+/// Every field is guarded by `lock` unless marked otherwise.
+final class SnapcastWriterCore: @unchecked Sendable {
+    let hub = EventHub<AudioOutputEvent>()
+    // Immutable after init.
+    let endpoint: SnapcastEndpoint
+    let clock: any ClockPort
+    let ringFrames: Int
+    let connectTimeout: Double
+    let periodFrames: Int
+    let leadFrames: Int64
+    /// Nanoseconds from sending stream frame 0 to the rooms playing it.
+    let pipelineDelay: UInt64
+    let bytesPerFrame: Int
+    static let retryInterval: UInt64 = 500_000_000
+
+    let lock = ConditionLock()
+    // Control state.
+    private var ring: SPSCRingBuffer?
+    private var resampler: SnapcastResampler?
+    private var running = false
+    private var paused = false
+    private var volume: Float = 1
+    private var closing = false
+    private var threadStarted = false
+    private var everConnected = false
+    private var connected = false
+    // Writer state, touched only under `lock` (the writer produces under it,
+    // and flush/stop/configure reset it).
+    private var appliedVolume: Float = 1
+    private var hadData = false
+    private var realSinceTail = false
+    private var underruns = 0
+    /// Input frames taken from the ring and counted since `configure`.
+    private var counted: Int64 = 0
+    // Position: where the connection's stream started and what it carried.
+    private var anchor: UInt64 = 0
+    private var sentFrames: Int64 = 0
+    private var lastPlayed: Int64 = 0
+    private let history: PeriodHistory
+    // Buffers: allocated once in init, used under `lock` by the writer.
+    private let inputScratch: UnsafeMutablePointer<Float>
+    private let inputScratchFrames = 8192
+    private let tail: UnsafeMutableRawPointer
+    private let tailFrames = 16384
+    private var tailOffset = 0
+    private var tailCount = 0
+    /// The period being sent (writer thread only, outside the lock too).
+    private let sendBuffer: UnsafeMutableRawPointer
+
+    init(options: SnapcastOutputAdapter.Options) {
+        endpoint = options.endpoint
+        clock = options.clock
+        ringFrames = options.ringFrames
+        connectTimeout = options.connectTimeout
+        periodFrames = max(1, endpoint.sampleRate / 100)
+        leadFrames = Int64(endpoint.sampleRate) * Int64(endpoint.leadMilliseconds) / 1000
+        pipelineDelay = UInt64(max(0, endpoint.bufferMilliseconds - 20)) * 1_000_000
+        bytesPerFrame = endpoint.bytesPerFrame
+        let periods = (endpoint.bufferMilliseconds + endpoint.leadMilliseconds + 2000) / 10
+        history = PeriodHistory(minimumCapacity: periods)
+        inputScratch = .allocate(capacity: inputScratchFrames * 8)
+        tail = .allocate(byteCount: tailFrames * bytesPerFrame, alignment: 16)
+        sendBuffer = .allocate(byteCount: periodFrames * bytesPerFrame, alignment: 16)
+    }
+
+    deinit {
+        inputScratch.deallocate()
+        tail.deallocate()
+        sendBuffer.deallocate()
+    }
+
+    // MARK: Control
+
+    func currentRing() -> SPSCRingBuffer? { lock.withLock { ring } }
+
+    func configure(sampleRate: Double, channels: Int) throws(CoreError) {
+        guard sampleRate >= 1, sampleRate <= 1_000_000, sampleRate == sampleRate.rounded(), (1...8).contains(channels) else {
+            throw .invalidArgument("\(endpoint.description): sample rate \(sampleRate) and channels \(channels) are not playable (whole Hz, 1…8 channels)")
+        }
+        let converter = try SnapcastResampler(inputRate: Int(sampleRate), inputChannels: channels,
+                                              outputRate: endpoint.sampleRate, outputChannels: endpoint.channels,
+                                              outputBits: endpoint.bits)
+        let newRing = SPSCRingBuffer(minimumCapacity: ringFrames, channels: channels)
+        let mustConnect = lock.withLock { () -> Bool in
+            ring = newRing
+            resampler = converter
+            running = false
+            paused = false
+            hadData = false
+            realSinceTail = false
+            underruns = 0
+            tailCount = 0
+            // What is still in the pipeline is heard but is not this format's.
+            counted = 0
+            lastPlayed = 0
+            history.cap(at: 0)
+            return !everConnected
+        }
+        guard mustConnect else { return }
+        switch SnapcastSocket.connect(host: endpoint.host, port: endpoint.port, timeout: connectTimeout) {
+        case .failure(let failure):
+            throw .ioError("\(endpoint.description): cannot connect to snapserver's TCP source (\(failure)). "
+                + "Start snapserver with a source such as 'source = tcp://0.0.0.0:\(endpoint.port)/?name=harmonia&mode=server&sampleformat="
+                + "\(endpoint.sampleRate):\(endpoint.bits):\(endpoint.channels)', or choose another --output")
+        case .success(let socket):
+            let start = lock.withLock { () -> Bool in
+                everConnected = true
+                connected = true
+                anchor = 0
+                sentFrames = 0
+                defer { threadStarted = true }
+                return !threadStarted
+            }
+            guard start else { var socket = socket; socket.close(); return }
+            let thread = Thread { [self] in
+                nameCurrentThread("harmonia.snapcast")
+                run(socket: socket)
+            }
+            thread.name = "harmonia.snapcast"
+            thread.start()
+        }
+    }
+
+    func start() throws(CoreError) {
+        try lock.withLock { () throws(CoreError) in
+            guard ring != nil else { throw .invalidState("\(endpoint.description): start() before configure()") }
+            running = true
+            paused = false
+        }
+    }
+
+    func stop() {
+        lock.withLock {
+            running = false
+            dropQueuedLocked()
+            lock.broadcast()
+        }
+    }
+
+    func setPaused(_ value: Bool) { lock.withLock { paused = value } }
+
+    func flush() {
+        lock.withLock {
+            dropQueuedLocked()
+            lock.broadcast()
+        }
+    }
+
+    /// Drops the ring, the converter's buffers and the tail, and stops
+    /// counting what is still in the pipeline: the position holds where the
+    /// rooms are until new audio reaches them. Lock held.
+    private func dropQueuedLocked() {
+        ring?.discardReadable()  // the writer reads only under `lock`
+        resampler?.reset()
+        tailCount = 0
+        realSinceTail = false
+        hadData = false
+        let heard = heardLocked(now: clock.now())
+        history.cap(at: heard)
+        counted = heard
+    }
+
+    func drain() {
+        lock.withLock {
+            var emptySince: UInt64?
+            while running, !closing, let ring {
+                let now = clock.now()
+                let queued = ring.framesWritten > ring.framesRead || tailCount > 0
+                if !queued && heardLocked(now: now) >= counted { return }
+                if !queued, emptySince == nil { emptySince = now }
+                // Never longer than the pipeline plus 2 s once everything is sent.
+                if let emptySince, now - emptySince > pipelineDelay + UInt64(endpoint.leadMilliseconds + 2000) * 1_000_000 { return }
+                clock.wait(on: lock, until: now + 10_000_000)
+            }
+        }
+    }
+
+    func setVolume(_ value: Float) {
+        lock.withLock { volume = value.isNaN ? 1 : min(max(value, 0), 1) }
+    }
+
+    var framesPlayed: Int64 { lock.withLock { heardLocked(now: clock.now()) } }
+    var underrunCount: Int { lock.withLock { underruns } }
+    var isConnected: Bool { lock.withLock { connected } }
+
+    func shutDown() {
+        lock.withLock {
+            closing = true
+            lock.broadcast()
+        }
+    }
+
+    /// The input frames the rooms have heard by `now`: the period being
+    /// played, interpolated; monotonic. Lock held.
+    private func heardLocked(now: UInt64) -> Int64 {
+        guard connected, anchor != 0, now > anchor + pipelineDelay else { return lastPlayed }
+        let streamFrame = Int64(Double(now - anchor - pipelineDelay) * Double(endpoint.sampleRate) / 1e9)
+        lastPlayed = max(lastPlayed, history.heard(atStreamFrame: streamFrame, floor: lastPlayed))
+        return lastPlayed
+    }
+
+    // MARK: The writer thread
+
+    private enum Step {
+        case exit
+        case again
+        case send(AudioOutputEvent?)
+    }
+
+    /// Sends periods on the clock until `shutDown`; reconnects when the
+    /// server goes away.
+    private func run(socket initial: SnapcastSocket) {
+        var socket: SnapcastSocket? = initial
+        let periodBytes = periodFrames * bytesPerFrame
+        var pendingOffset = 0
+        var pendingBytes = 0
+        while true {
+            guard var connection = socket else {
+                guard let fresh = reconnect() else { return }
+                socket = fresh
+                pendingBytes = 0
+                continue
+            }
+            if pendingBytes > 0 {
+                switch connection.send(sendBuffer + pendingOffset, count: pendingBytes) {
+                case .failure(let failure):
+                    connection.close()
+                    socket = nil
+                    lose(failure)
+                case .success(let sent):
+                    pendingOffset += sent
+                    pendingBytes -= sent
+                    if pendingBytes > 0 {
+                        // snapserver is not reading: wait for room, but see a shutdown.
+                        connection.waitWritable(milliseconds: 10)
+                        if lock.withLock({ closing }) { connection.close(); return }
+                    }
+                }
+                continue
+            }
+            if let failure = connection.peerClosed() {
+                connection.close()
+                socket = nil
+                lose(failure)
+                continue
+            }
+            let step = lock.withLock { () -> Step in
+                if closing { return .exit }
+                let now = clock.now()
+                if anchor == 0 { anchor = now }
+                let due = anchor &+ UInt64(Double(max(0, sentFrames + Int64(periodFrames) - leadFrames)) * 1e9 / Double(endpoint.sampleRate))
+                if due > now {
+                    clock.wait(on: lock, until: due)
+                    return .again
+                }
+                let event = produceLocked(into: sendBuffer)
+                sentFrames += Int64(periodFrames)
+                return .send(event)
+            }
+            switch step {
+            case .exit:
+                connection.close()
+                return
+            case .again:
+                continue
+            case .send(let event):
+                if let event { hub.emit(event) }
+                pendingOffset = 0
+                pendingBytes = periodBytes
+            }
+        }
+    }
+
+    /// One period of the stream into `out`: the queue's audio when playing,
+    /// silence otherwise or for what is missing. Lock held.
+    private func produceLocked(into out: UnsafeMutableRawPointer) -> AudioOutputEvent? {
+        let before = counted
+        var filled = 0
+        var event: AudioOutputEvent?
+        if running, !paused, let ring, let resampler {
+            if tailCount > 0 {
+                let n = min(tailCount, periodFrames)
+                (out).copyMemory(from: tail + tailOffset * bytesPerFrame, byteCount: n * bytesPerFrame)
+                tailOffset += n
+                tailCount -= n
+                filled = n
+            }
+            let channels = ring.channels
+            let inputCapacity = inputScratchFrames * 8 / channels
+            while filled < periodFrames {
+                // What the converter still holds, then new input.
+                filled += resampler.convert(inputScratch, frames: 0, into: out + filled * bytesPerFrame, capacity: periodFrames - filled)
+                if filled >= periodFrames { break }
+                let missing = periodFrames - filled
+                let want = resampler.resamples
+                    ? min(inputCapacity, (missing * resampler.inputRate + endpoint.sampleRate - 1) / endpoint.sampleRate + 8)
+                    : min(inputCapacity, missing)
+                let got = ring.read(into: inputScratch, frames: want)
+                if got == 0 { break }
+                hadData = true
+                realSinceTail = true
+                applyVolume(frames: got, channels: channels)
+                counted += Int64(got)
+                filled += resampler.convert(inputScratch, frames: got, into: out + filled * bytesPerFrame, capacity: periodFrames - filled)
+            }
+            if filled < periodFrames {
+                // The ring ran dry: what the resampler's filter still holds
+                // belongs to the audio that just ended.
+                if realSinceTail, resampler.resamples {
+                    tailCount = resampler.flush(into: tail, capacity: tailFrames)
+                    tailOffset = 0
+                    realSinceTail = false
+                    let n = min(tailCount, periodFrames - filled)
+                    (out + filled * bytesPerFrame).copyMemory(from: tail, byteCount: n * bytesPerFrame)
+                    tailOffset = n
+                    tailCount -= n
+                    filled += n
+                }
+                if filled < periodFrames, hadData {
+                    underruns += 1
+                    hadData = false
+                    event = .underrun(count: underruns)
+                }
+            }
+        }
+        if filled < periodFrames {
+            (out + filled * bytesPerFrame).initializeMemory(as: UInt8.self, repeating: 0, count: (periodFrames - filled) * bytesPerFrame)
+        }
+        history.append(streamStart: sentFrames, streamEnd: sentFrames + Int64(periodFrames), countedStart: before, countedEnd: counted)
+        return event
+    }
+
+    /// Our gain on `frames` input frames in the scratch, ramped from the
+    /// last gain applied to the one asked for. Lock held.
+    private func applyVolume(frames: Int, channels: Int) {
+        let target = volume, start = appliedVolume
+        appliedVolume = target
+        if start == 1 && target == 1 { return }
+        let step = (target - start) / Float(frames)
+        var gain = start
+        for frame in 0..<frames {
+            gain += step
+            let base = frame * channels
+            for channel in 0..<channels { inputScratch[base + channel] *= gain }
+        }
+    }
+
+    /// The connection is gone: say so, freeze the position at what the rooms
+    /// heard, stop taking from the ring until the server is back.
+    private func lose(_ failure: SnapcastSocket.Failure) {
+        let shouldReport = lock.withLock { () -> Bool in
+            let heard = heardLocked(now: clock.now())
+            connected = false
+            anchor = 0
+            sentFrames = 0
+            lastPlayed = heard
+            history.removeAll()
+            return !closing
+        }
+        if shouldReport {
+            hub.emit(.error(.ioError("\(endpoint.description): lost the connection to snapserver (\(failure)); "
+                + "retrying every \(Self.retryInterval / 1_000_000) ms")))
+        }
+    }
+
+    /// Tries to connect every `retryInterval` until it does (nil: shut down).
+    private func reconnect() -> SnapcastSocket? {
+        while true {
+            let attempt = clock.now()
+            if lock.withLock({ closing }) { return nil }
+            switch SnapcastSocket.connect(host: endpoint.host, port: endpoint.port, timeout: 0.4) {
+            case .success(let socket):
+                let frame = lock.withLock { () -> Int64 in
+                    connected = true
+                    anchor = 0
+                    sentFrames = 0
+                    return lastPlayed
+                }
+                hub.emit(.reconnected(frame: frame))
+                return socket
+            case .failure:
+                let stop = lock.withLock { () -> Bool in
+                    let due = attempt &+ Self.retryInterval
+                    while !closing, clock.now() < due { clock.wait(on: lock, until: due) }
+                    return closing
+                }
+                if stop { return nil }
+            }
+        }
+    }
+}
+
+/// Per period sent: its stream frames and the input frames counted by its
+/// end. A ring of preallocated entries, guarded by the owner's lock.
+final class PeriodHistory {
+    private let capacity: Int
+    private let streamStart: UnsafeMutablePointer<Int64>
+    private let streamEnd: UnsafeMutablePointer<Int64>
+    private let countedStart: UnsafeMutablePointer<Int64>
+    private let countedEnd: UnsafeMutablePointer<Int64>
+    private var head = 0
+    private var count = 0
+
+    init(minimumCapacity: Int) {
+        var capacity = 64
+        while capacity < minimumCapacity { capacity <<= 1 }
+        self.capacity = capacity
+        streamStart = .allocate(capacity: capacity)
+        streamEnd = .allocate(capacity: capacity)
+        countedStart = .allocate(capacity: capacity)
+        countedEnd = .allocate(capacity: capacity)
+    }
+
+    deinit {
+        streamStart.deallocate()
+        streamEnd.deallocate()
+        countedStart.deallocate()
+        countedEnd.deallocate()
+    }
+
+    func append(streamStart s: Int64, streamEnd e: Int64, countedStart a: Int64, countedEnd b: Int64) {
+        if count == capacity {  // the oldest was surely heard long ago
+            head = (head + 1) & (capacity - 1)
+            count -= 1
+        }
+        let slot = (head + count) & (capacity - 1)
+        streamStart[slot] = s
+        streamEnd[slot] = e
+        countedStart[slot] = a
+        countedEnd[slot] = b
+        count += 1
+    }
+
+    /// Counts nothing above `value` any more: the pipeline's frames are
+    /// heard but no longer counted (flush, stop, configure).
+    func cap(at value: Int64) {
+        for i in 0..<count {
+            let slot = (head + i) & (capacity - 1)
+            countedStart[slot] = min(countedStart[slot], value)
+            countedEnd[slot] = min(countedEnd[slot], value)
+        }
+    }
+
+    func removeAll() {
+        head = 0
+        count = 0
+    }
+
+    /// The counted frames heard at stream frame `frame`: entries wholly
+    /// before it are dropped; within one, linear. `floor` before any.
+    func heard(atStreamFrame frame: Int64, floor: Int64) -> Int64 {
+        var value = floor
+        while count > 0 && streamEnd[head] <= frame {
+            value = max(value, countedEnd[head])
+            head = (head + 1) & (capacity - 1)
+            count -= 1
+        }
+        if count > 0, streamStart[head] <= frame {
+            let a = countedStart[head], b = countedEnd[head]
+            let span = streamEnd[head] - streamStart[head]
+            value = max(value, a + (b - a) * (frame - streamStart[head]) / max(1, span))
+        }
+        return value
+    }
+}

@@ -1,0 +1,225 @@
+// harmonia-play --output snapcast:// against Debian's real snapserver 0.26,
+// recording exactly what it serves (Tests/Snapcast/snapcast_recorder.py) and
+// what a real snapclient room plays. specs/snapcast.md §Verification
+import Foundation
+import HarmoniaTestSupport
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@Suite(.serialized, .enabled(if: SnapcastTestServer.available, "needs snapserver and snapclient (make deps)"))
+struct HarmoniaPlaySnapcastTests {
+    /// A 48 kHz 16-bit stereo WAV of `seconds` × the 5.1 fixture's front
+    /// pair (the chirp), made by the ffmpeg command line into `folder`.
+    static func wav48k(in folder: String, name: String, repeats: Int = 1, trim: (Int, Int)? = nil) throws -> String {
+        let path = folder + "/" + name
+        var arguments = ["-nostdin", "-v", "error", "-y", "-stream_loop", String(repeats - 1),
+                         "-i", Fixtures.root + "/audio/flac_s16_51_48k.flac", "-af",
+                         "pan=stereo|c0=c0|c1=c1" + (trim.map { ",atrim=start_sample=\($0.0):end_sample=\($0.1)" } ?? ""),
+                         "-c:a", "pcm_s16le", path]
+        if repeats == 1 { arguments.removeSubrange(4...5) }
+        let result = try ProcessRunner.run("/usr/bin/env", ["ffmpeg"] + arguments)
+        guard result.status == 0 else { throw FixtureError("ffmpeg: \(result.stderrText)") }
+        return path
+    }
+
+    /// What the ffmpeg command line decodes `path` to, s16 interleaved stereo.
+    static func cliS16(_ path: String) throws -> [Int16] {
+        let result = try ProcessRunner.run("/usr/bin/env", ["ffmpeg", "-nostdin", "-v", "error", "-i", path, "-f", "s16le", "-"])
+        guard result.status == 0 else { throw FixtureError("ffmpeg: \(result.stderrText)") }
+        return result.stdout.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+    }
+
+    /// The first and last frames that are not silent.
+    static func audibleSpan(_ samples: [Int16]) -> (first: Int, last: Int)? {
+        let frames = samples.count / 2
+        guard let first = (0..<frames).first(where: { samples[2 * $0] != 0 || samples[2 * $0 + 1] != 0 }),
+              let last = (0..<frames).reversed().first(where: { samples[2 * $0] != 0 || samples[2 * $0 + 1] != 0 }) else { return nil }
+        return (first, last)
+    }
+
+    /// Where `reference` sits in `recording` (aligned on the first audible
+    /// frame), and whether it is there sample for sample with silence around.
+    static func findExact(_ reference: [Int16], in recording: [Int16]) -> (offset: Int, exact: Bool, mismatches: Int) {
+        guard let ref = audibleSpan(reference), let rec = audibleSpan(recording) else { return (-1, false, -1) }
+        let offset = rec.first - ref.first
+        guard offset >= 0, offset * 2 + reference.count <= recording.count else { return (offset, false, -1) }
+        var mismatches = 0
+        for i in 0..<reference.count where recording[offset * 2 + i] != reference[i] { mismatches += 1 }
+        let outside = recording[..<(offset * 2)].allSatisfy { $0 == 0 }
+            && recording[(offset * 2 + reference.count)...].allSatisfy { $0 == 0 }
+        return (offset, mismatches == 0 && outside, mismatches)
+    }
+
+    static func folder() throws -> String {
+        let folder = NSTemporaryDirectory() + "harmonia-snapcast-test-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        return folder
+    }
+
+    static func monotonic() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+
+    @Test("a 48 kHz 16-bit file arrives bit-exact; a real snapclient room plays it")
+    func bitExact() throws {
+        let server = try SnapcastTestServer()
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let wav = try Self.wav48k(in: folder, name: "chirp48.wav")
+        let reference = try Self.cliS16(wav)
+        let recorder = try server.recorder()
+        let room = try server.room()
+        let player = try LineProcess.harmoniaPlay(["--quiet", "--output", server.outputURL, wav])
+        #expect(player.waitForExit(timeout: 20) == 0, "\(player.stderr.all)")
+        let roomFramesAtEnd = room.frames
+        // What follows the end on the wire: a quarter second of silence.
+        let served = recorder.samples().count / 2
+        recorder.waitForServed(frames: served + 12000, timeout: 5)
+        let found = Self.findExact(reference, in: recorder.samples())
+        #expect(found.exact, "served: offset \(found.offset), \(found.mismatches) samples differ")
+        // The room plays a buffer later; its own sync may insert or drop a frame,
+        // so look for ten 10 ms stretches of the file, each exact somewhere.
+        room.waitForPlayed(frames: roomFramesAtEnd + 96000, timeout: 10)
+        let played = room.samples
+        var stretches = 0
+        for k in 0..<10 {
+            let start = 2 * (2000 + k * 4500)
+            let window = Array(reference[start..<(start + 960)])
+            let limit = played.count - window.count
+            var i = 0
+            while i <= limit {
+                if played[i] == window[0] && played[i + 1] == window[1] && Array(played[i..<(i + window.count)]) == window { stretches += 1; break }
+                i += 2
+            }
+        }
+        #expect(stretches >= 8, "the room played \(stretches) of 10 stretches exactly (\(played.count / 2) frames)")
+        print("snapcast bit-exact: served offset \(found.offset) frames, exact \(found.exact); room: \(stretches)/10 stretches exact")
+    }
+
+    @Test("two queued tracks join with no gap and no overlap")
+    func gaplessJoin() throws {
+        let server = try SnapcastTestServer()
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let whole = try Self.wav48k(in: folder, name: "whole.wav")
+        let first = try Self.wav48k(in: folder, name: "part1.wav", trim: (0, 30011))
+        let second = try Self.wav48k(in: folder, name: "part2.wav", trim: (30011, 48000))
+        let reference = try Self.cliS16(whole)
+        #expect(try Self.cliS16(first).count + Self.cliS16(second).count == reference.count)
+        let recorder = try server.recorder()
+        let player = try LineProcess.harmoniaPlay(["--quiet", "--output", server.outputURL, first, second])
+        #expect(player.waitForExit(timeout: 20) == 0, "\(player.stderr.all)")
+        recorder.waitForServed(frames: recorder.samples().count / 2 + 12000, timeout: 5)
+        let found = Self.findExact(reference, in: recorder.samples())
+        #expect(found.exact, "served: offset \(found.offset), \(found.mismatches) samples differ from the unsplit file")
+    }
+
+    @Test("a 44.1 kHz file arrives at 48 kHz with the right length")
+    func resampled() throws {
+        let server = try SnapcastTestServer()
+        let recorder = try server.recorder()
+        let fixture = Fixtures.named("wav_s16_stereo_44k.wav")
+        let player = try LineProcess.harmoniaPlay(["--quiet", "--output", server.outputURL, fixture.path])
+        #expect(player.waitForExit(timeout: 20) == 0, "\(player.stderr.all)")
+        recorder.waitForServed(frames: recorder.samples().count / 2 + 12000, timeout: 5)
+        let span = try #require(Self.audibleSpan(recorder.samples()))
+        let length = span.last - span.first + 1
+        let expected = Int(fixture.frames) * 48000 / 44100
+        #expect(abs(length - expected) <= 480, "\(length) frames served for \(expected)")
+        print("snapcast resampled: \(length) frames served for \(expected) expected")
+    }
+
+    @Test("the reported position follows what the rooms hear, within 1.5 s (measured against what is served)")
+    func positionFollowsServed() throws {
+        let server = try SnapcastTestServer()
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let wav = try Self.wav48k(in: folder, name: "long.wav", repeats: 4)
+        let recorder = try server.recorder()
+        let player = try LineProcess.harmoniaPlay(["--json", "--tick", "100", "--output", server.outputURL, wav])
+        var samples: [(time: Double, seconds: Double)] = []
+        while let line = player.stdout.take(timeout: 20, where: { $0.contains("\"event\":\"position\"") || $0.contains("queue_ended") })?.line {
+            let now = Self.monotonic()
+            if line.contains("queue_ended") { break }
+            guard let json = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                  let data = json["data"] as? [String: Any], let seconds = data["position"] as? Double else { continue }
+            samples.append((now, seconds))
+        }
+        #expect(player.waitForExit(timeout: 10) == 0)
+        let recording = recorder.samples()
+        let chunks = recorder.chunks
+        let firstAudible = try #require(Self.audibleSpan(recording)).first
+        let firstReference = try #require(Self.audibleSpan(try Self.cliS16(wav))).first
+        let buffer = Double(recorder.bufferMilliseconds) / 1000
+        // The source frame the rooms hear at `time`: served chunk i plays from
+        // its timestamp + buffer.
+        func heardSeconds(at time: Double) -> Double? {
+            guard let chunk = chunks.last(where: { $0.timestamp + buffer <= time }) else { return nil }
+            let streamFrame = Double(chunk.offset / 4) + (time - chunk.timestamp - buffer) * 48000
+            return (streamFrame - Double(firstAudible - firstReference)) / 48000
+        }
+        var errors: [Double] = []
+        for sample in samples where sample.seconds > 0.2 && sample.seconds < 3.8 {
+            if let heard = heardSeconds(at: sample.time) { errors.append(sample.seconds - heard) }
+        }
+        #expect(errors.count >= 20, "\(errors.count) positions compared")
+        let sorted = errors.sorted()
+        let worst = sorted.map(abs).max() ?? .infinity
+        #expect(worst < 1.5, "position − heard: \(sorted)")
+        if !sorted.isEmpty {
+            print(String(format: "snapcast position − heard: median %.1f ms, min %.1f, max %.1f (%d samples)",
+                         sorted[sorted.count / 2] * 1000, sorted.first! * 1000, sorted.last! * 1000, sorted.count))
+        }
+    }
+
+    @Test("snapserver restarted mid-track: said within a second, audio again within 5 s; SIGTERM exits 143 within 2 s")
+    func serverRestart() throws {
+        let server = try SnapcastTestServer()
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let wav = try Self.wav48k(in: folder, name: "long.wav", repeats: 12)
+        let recorder = try server.recorder(reconnect: true)
+        let player = try LineProcess.harmoniaPlay(["--json", "--output", server.outputURL, wav])
+        // Audio is served.
+        #expect(player.stdout.take(timeout: 20, where: { $0.contains("\"state\":\"playing\"") }) != nil)
+        recorder.waitForServed(frames: 48000 * 2, timeout: 10)
+        let stoppedAt = Self.monotonic()
+        server.stop()
+        let said = player.stderr.take(timeout: 5, where: { $0.contains("lost the connection to snapserver") })
+        let saidAfter = Self.monotonic() - stoppedAt
+        #expect(said != nil, "stderr: \(player.stderr.all)")
+        #expect(saidAfter < 1, "said after \(saidAfter) s")
+        #expect(player.stdout.take(timeout: 2, where: { $0.contains("\"event\":\"error\"") }) != nil)
+        #expect(player.stdout.take(timeout: 2, where: { $0.contains("\"state\":\"buffering\"") }) != nil)
+        #expect(player.process.isRunning)
+        try server.start()
+        let restartedAt = Self.monotonic()
+        // Audible chunks after the reconnection: the recorder says
+        // 'disconnected', then records the new server's chunks.
+        _ = recorder.process.stdout.take(timeout: 5, where: { $0.hasPrefix("disconnected") })
+        var audioAfter: Double?
+        let deadline = restartedAt + 10
+        while audioAfter == nil, Self.monotonic() < deadline {
+            guard let line = recorder.process.stdout.take(timeout: deadline - Self.monotonic(), where: { $0.hasPrefix("chunk ") })?.line else { break }
+            let fields = line.split(separator: " ")
+            guard let offset = Int(fields[4]), let bytes = Int(fields[3]), let arrived = Double(fields[5]), arrived > restartedAt else { continue }
+            let samples = recorder.samples()
+            let start = offset / 2, end = min(samples.count, (offset + bytes) / 2)
+            if start < end, samples[start..<end].contains(where: { $0 != 0 }) { audioAfter = arrived - restartedAt }
+        }
+        #expect(audioAfter != nil && audioAfter! < 5, "audio again after \(audioAfter.map { "\($0) s" } ?? "never")")
+        #expect(player.stdout.take(timeout: 5, where: { $0.contains("\"state\":\"playing\"") }) != nil, "playing again")
+        let termAt = Self.monotonic()
+        kill(player.process.processIdentifier, SIGTERM)
+        let status = player.waitForExit(timeout: 5)
+        let exitAfter = Self.monotonic() - termAt
+        #expect(status == 143)
+        #expect(exitAfter < 2, "exit after \(exitAfter) s")
+        print(String(format: "snapcast restart: said after %.0f ms; audio again %.2f s after snapserver restarted; SIGTERM → %@ in %.0f ms",
+                     saidAfter * 1000, audioAfter ?? -1, status.map { String($0) } ?? "nil", exitAfter * 1000))
+    }
+}
