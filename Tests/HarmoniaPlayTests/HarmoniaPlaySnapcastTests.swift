@@ -64,7 +64,7 @@ struct HarmoniaPlaySnapcastTests {
         return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
     }
 
-    @Test("a 48 kHz 16-bit file arrives bit-exact; a real snapclient room plays it")
+    @Test("a 48 kHz 16-bit file arrives bit-exact; two real snapclient rooms play it")
     func bitExact() throws {
         let server = try SnapcastTestServer()
         let folder = try Self.folder()
@@ -72,10 +72,10 @@ struct HarmoniaPlaySnapcastTests {
         let wav = try Self.wav48k(in: folder, name: "chirp48.wav")
         let reference = try Self.cliS16(wav)
         let recorder = try server.recorder()
-        let room = try server.room()
+        let rooms = [try server.room(), try server.room()]
         let player = try LineProcess.harmoniaPlay(["--quiet", "--output", server.outputURL, wav])
         #expect(player.waitForExit(timeout: 20) == 0, "\(player.stderr.all)")
-        let roomFramesAtEnd = room.frames
+        let roomFramesAtEnd = rooms.map(\.frames)
         // What follows the end on the wire: a quarter second of silence.
         let served = recorder.samples().count / 2
         recorder.waitForServed(frames: served + 12000, timeout: 5)
@@ -83,21 +83,23 @@ struct HarmoniaPlaySnapcastTests {
         #expect(found.exact, "served: offset \(found.offset), \(found.mismatches) samples differ")
         // The room plays a buffer later; its own sync may insert or drop a frame,
         // so look for ten 10 ms stretches of the file, each exact somewhere.
-        room.waitForPlayed(frames: roomFramesAtEnd + 96000, timeout: 10)
-        let played = room.samples
-        var stretches = 0
-        for k in 0..<10 {
-            let start = 2 * (2000 + k * 4500)
-            let window = Array(reference[start..<(start + 960)])
-            let limit = played.count - window.count
-            var i = 0
-            while i <= limit {
-                if played[i] == window[0] && played[i + 1] == window[1] && Array(played[i..<(i + window.count)]) == window { stretches += 1; break }
-                i += 2
+        for (index, room) in rooms.enumerated() {
+            room.waitForPlayed(frames: roomFramesAtEnd[index] + 96000, timeout: 10)
+            let played = room.samples
+            var stretches = 0
+            for k in 0..<10 {
+                let start = 2 * (2000 + k * 4500)
+                let window = Array(reference[start..<(start + 960)])
+                let limit = played.count - window.count
+                var i = 0
+                while i <= limit {
+                    if played[i] == window[0] && played[i + 1] == window[1] && Array(played[i..<(i + window.count)]) == window { stretches += 1; break }
+                    i += 2
+                }
             }
+            #expect(stretches >= 8, "room \(index + 1) played \(stretches) of 10 stretches exactly (\(played.count / 2) frames)")
+            print("snapcast bit-exact: served offset \(found.offset) frames, exact \(found.exact); room \(index + 1): \(stretches)/10 stretches exact")
         }
-        #expect(stretches >= 8, "the room played \(stretches) of 10 stretches exactly (\(played.count / 2) frames)")
-        print("snapcast bit-exact: served offset \(found.offset) frames, exact \(found.exact); room: \(stretches)/10 stretches exact")
     }
 
     @Test("two queued tracks join with no gap and no overlap")
