@@ -118,6 +118,7 @@ final class SnapcastControlBridge {
     private enum Purpose {
         case status
         case info(url: String)
+        case cover(url: String)
         case forward(id: JSONValue, started: Double)
     }
     private var nextMessageID: Int64 = 1
@@ -128,6 +129,8 @@ final class SnapcastControlBridge {
 
     private var snapshot: PlayerSnapshot?
     private var albumArtists: [String: String?] = [:]
+    /// The last file's cover (one is enough: the bridge shows the current track).
+    private var cover: (url: String, cover: SnapcastCover)?
     private var lastPushed: JSONValue?
 
     init(socketPath: String, timing: Timing = Timing(), log: @escaping (String) -> Void) {
@@ -236,7 +239,8 @@ final class SnapcastControlBridge {
     }
 
     private func currentProperties() -> JSONValue {
-        SnapcastProperties.properties(snapshot, albumArtist: snapshot?.url.flatMap { albumArtists[$0] ?? nil })
+        SnapcastProperties.properties(snapshot, albumArtist: snapshot?.url.flatMap { albumArtists[$0] ?? nil },
+                                      cover: cover.flatMap { $0.url == snapshot?.url ? $0.cover : nil })
     }
 
     /// The first time: Ready (snapserver then asks for the properties, so
@@ -382,6 +386,15 @@ final class SnapcastControlBridge {
             }
         case .info(let url):
             albumArtists[url] = failed ? .some(nil) : .some(message["result"]?["albumArtist"]?.string)
+            if !failed, let bytes = message["result"]?["artworkBytes"]?.number, bytes > 0 {
+                // It has a cover: fetched next (answered before anything asked
+                // later), then one push with everything.
+                sendToPlayer("cover", .object([("uri", .string(url))]), .cover(url: url))
+            } else {
+                publish()
+            }
+        case .cover(let url):
+            if !failed, let fetched = SnapcastCover(result: message["result"]) { cover = (url, fetched) }
             publish()
         case .status:
             statusInFlight = false

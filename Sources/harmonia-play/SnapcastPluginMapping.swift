@@ -279,7 +279,8 @@ enum SnapcastProperties {
     ///   - snapshot: the player's status; nil while not connected to it
     ///     (then stopped, nothing allowed, empty metadata).
     ///   - albumArtist: the current file's album artist, when read.
-    static func properties(_ snapshot: PlayerSnapshot?, albumArtist: String? = nil) -> JSONValue {
+    ///   - cover: the current file's embedded cover (`extension`, base64 `data`), when read.
+    static func properties(_ snapshot: PlayerSnapshot?, albumArtist: String? = nil, cover: SnapcastCover? = nil) -> JSONValue {
         guard let s = snapshot else {
             return .object([
                 ("playbackStatus", .string("stopped")), ("loopStatus", .string("none")), ("shuffle", .bool(false)),
@@ -319,14 +320,15 @@ enum SnapcastProperties {
             ("canPause", .bool(hasQueue)),
             ("canSeek", .bool(active && length.map { $0 > 0 } == true)),
             ("canControl", .bool(true)),
-            ("metadata", metadata(s, albumArtist: albumArtist, length: length)),
+            ("metadata", metadata(s, albumArtist: albumArtist, length: length, cover: cover)),
         ])
     }
 
     /// Snapcast's metadata (MPRIS' xesam names): title, artist and albumArtist
-    /// as arrays, album, duration in seconds, trackId. No artUrl: the control
-    /// protocol carries no cover (specs/snapcast-control.md §Cover art).
-    static func metadata(_ s: PlayerSnapshot, albumArtist: String?, length: Double?) -> JSONValue {
+    /// as arrays, album, duration in seconds, trackId, and the embedded cover
+    /// as `artData` (snapserver 0.26 serves it and sets `artUrl` itself;
+    /// specs/snapcast-control.md §Cover art).
+    static func metadata(_ s: PlayerSnapshot, albumArtist: String?, length: Double?, cover: SnapcastCover? = nil) -> JSONValue {
         guard s.trackID != nil || s.url != nil else { return .object([]) }
         var title = s.title, artist = s.artist, album = s.album
         if let heard = s.streamTitle {
@@ -349,10 +351,25 @@ enum SnapcastProperties {
         if let album { members.append(("album", .string(album))) }
         if let albumArtist { members.append(("albumArtist", .array([.string(albumArtist)]))) }
         if let length { members.append(("duration", .double(millis(length)))) }
+        if let cover { members.append(("artData", .object([("data", .string(cover.base64)), ("extension", .string(cover.fileExtension))]))) }
         return .object(members)
     }
 
     /// Seconds rounded to the millisecond (Snapcast's own resolution), so
     /// that an unchanged position compares equal.
     static func millis(_ seconds: Double) -> Double { (seconds * 1000).rounded() / 1000 }
+}
+
+/// An embedded cover as the player's `cover` command gives it.
+struct SnapcastCover: Equatable {
+    let base64: String
+    let fileExtension: String
+
+    /// From a `cover` reply's result; nil when it is not one.
+    init?(result: JSONValue?) {
+        guard let data = result?["data"]?.string, !data.isEmpty, let ext = result?["extension"]?.string,
+              ext.count <= 8, ext.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else { return nil }
+        base64 = data
+        fileExtension = ext
+    }
 }

@@ -188,10 +188,13 @@ struct SnapcastControlTests {
 
     /// A tagged sine FLAC of `seconds`.
     static func track(_ folder: String, _ name: String, title: String, artist: String, album: String, albumArtist: String,
-                      seconds: Int = 30) throws -> String {
+                      seconds: Int = 30, cover: Bool = false) throws -> String {
         let path = folder + "/" + name
+        // With `cover`, an 8×8 PNG embedded as the file's picture.
+        let picture = cover ? ["-f", "lavfi", "-i", "color=c=red:s=8x8:d=1", "-map", "0:a", "-map", "1:v", "-frames:v", "1",
+                               "-c:v", "png", "-disposition:v", "attached_pic"] : []
         let made = try ProcessRunner.run("/usr/bin/ffmpeg", [
-            "-loglevel", "error", "-y", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000:duration=\(seconds)",
+            "-loglevel", "error", "-y", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000:duration=\(seconds)"] + picture + [
             "-metadata", "TITLE=\(title)", "-metadata", "ARTIST=\(artist)", "-metadata", "ALBUM=\(album)",
             "-metadata", "ALBUMARTIST=\(albumArtist)", path])
         try #require(made.status == 0, "ffmpeg: \(made.stderrText)")
@@ -249,7 +252,8 @@ struct SnapcastControlTests {
     func bridgeUnderSnapserver() throws {
         let folder = try Self.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let one = try Self.track(folder, "one.flac", title: "Snap One", artist: "Artist One", album: "Album One", albumArtist: "Band One")
+        let one = try Self.track(folder, "one.flac", title: "Snap One", artist: "Artist One", album: "Album One", albumArtist: "Band One",
+                                 cover: true)
         let two = try Self.track(folder, "two.flac", title: "Snap Two", artist: "Artist Two", album: "Album Two", albumArtist: "Band Two")
         let socket = folder + "/control.sock"
         let player = try LineProcess.harmoniaPlay(["--output", "null", "--control", "unix:" + socket, one, two])
@@ -265,8 +269,12 @@ struct SnapcastControlTests {
         let rpc = try server!.client()
 
         // Our metadata, complete, in Snapcast's types.
-        let first = try #require(try rpc.waitForProperties { Self.metadata($0)["title"] as? String == "Snap One" && $0["playbackStatus"] as? String == "playing" })
+        let first = try #require(try rpc.waitForProperties {
+            Self.metadata($0)["title"] as? String == "Snap One" && $0["playbackStatus"] as? String == "playing" && Self.metadata($0)["artUrl"] != nil
+        })
         let meta = Self.metadata(first)
+        // The embedded cover went as artData; snapserver serves it and names it.
+        #expect((meta["artUrl"] as? String)?.hasSuffix(".png") == true, "artUrl: \(String(describing: meta["artUrl"]))")
         #expect(meta["artist"] as? [String] == ["Artist One"])
         #expect(meta["album"] as? String == "Album One")
         #expect(meta["albumArtist"] as? [String] == ["Band One"])

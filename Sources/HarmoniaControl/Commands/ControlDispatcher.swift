@@ -1,5 +1,6 @@
 // Control commands → the playback service and PlayerActions
 // — specs/control-protocol.md §Commands
+import Foundation
 import HarmoniaCore
 
 /// Executes requests, one at a time, on the player's main loop.
@@ -18,7 +19,7 @@ public final class ControlDispatcher {
     public static let commands = [
         "play", "pause", "toggle", "stop", "seek", "volume", "mute", "next", "previous", "jump", "status",
         "queue/items", "queue/add", "queue/remove", "queue/move", "queue/clear", "repeat", "shuffle",
-        "info", "renew", "quit",
+        "info", "cover", "renew", "quit",
     ]
 
     /// - Parameter readInfo: what `info` reads a file with (the player gives
@@ -158,6 +159,23 @@ public final class ControlDispatcher {
             }
             let (tags, stream) = try readInfo(url)
             return .object(EventJSON.info(url: url, tags: tags, stream: stream))
+        case "cover":
+            // The embedded cover, for frontends that show it (the Snapcast bridge's artData).
+            let artwork: Data?
+            if let uri = try args.optionalString("uri") {
+                artwork = try readInfo(uri).tags.artworkData
+            } else if let current = service.currentTrack {
+                artwork = try current.artwork ?? readInfo(current.url).tags.artworkData
+            } else {
+                throw CoreError.invalidState(("cover: no 'uri' given and no current track"))
+            }
+            guard let artwork, !artwork.isEmpty else { throw CoreError.notFound("cover: the file has no embedded cover") }
+            guard artwork.count <= Self.maxCoverBytes else {
+                throw CoreError.unsupported("cover: \(artwork.count) bytes is more than \(Self.maxCoverBytes) (1 MiB)")
+            }
+            let (mime, ext) = Self.imageType(artwork)
+            return .object([("mime", .string(mime)), ("extension", .string(ext)), ("bytes", .int(Int64(artwork.count))),
+                            ("data", .string(artwork.base64EncodedString()))])
         case "renew":
             // A fresh link for a signed URL the server refused (after a `link_expired` event).
             let url = try args.string("url"), fresh = try args.string("new_url")
@@ -172,6 +190,19 @@ public final class ControlDispatcher {
         default:
             throw ControlFailure.unknownCommand(command)
         }
+    }
+
+    /// Covers larger than this are refused (a reply is one JSON line).
+    public static let maxCoverBytes = 1 << 20
+
+    /// MIME type and file extension from an image's first bytes.
+    static func imageType(_ data: Data) -> (String, String) {
+        let head = Array(data.prefix(12))
+        if head.starts(with: [0xFF, 0xD8, 0xFF]) { return ("image/jpeg", "jpg") }
+        if head.starts(with: [0x89, 0x50, 0x4E, 0x47]) { return ("image/png", "png") }
+        if head.starts(with: Array("GIF8".utf8)) { return ("image/gif", "gif") }
+        if head.count >= 12, head.starts(with: Array("RIFF".utf8)), Array(head[8..<12]) == Array("WEBP".utf8) { return ("image/webp", "webp") }
+        return ("application/octet-stream", "bin")
     }
 
     public func status() -> JSONValue {
