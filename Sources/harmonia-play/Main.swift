@@ -13,6 +13,7 @@ struct HarmoniaPlay: ParsableCommand {
         abstract: "A headless audio player on HarmoniaCore (FFmpeg decoding).",
         usage: """
             harmonia-play [play] [OPTIONS] INPUT...
+            harmonia-play serve [--music-dir DIR] [--mpd-listen [ADDR:]PORT] [--password SECRET] [OPTIONS]
             harmonia-play info [--json] [--artwork PATH] INPUT...
             harmonia-play decode INPUT -o OUTPUT [--start-frame N]
             HARMONIA_CONTROL=PATH harmonia-play snapcast-control  (started by snapserver)
@@ -25,6 +26,8 @@ struct HarmoniaPlay: ParsableCommand {
               harmonia-play ~/Music/Album/ list.m3u8 album.cue
               harmonia-play --start 1:30 --end 2:00 --volume 50 song.flac
               harmonia-play --output file:out.f32 a.flac b.flac
+              harmonia-play --output snapcast://127.0.0.1 ~/Music/Album/
+              harmonia-play serve --music-dir ~/Music      # then: mpc add / && mpc play
               harmonia-play info song.flac
               harmonia-play info --json *.mp3
               harmonia-play info --artwork cover.jpg song.flac
