@@ -82,18 +82,25 @@ struct PulseAudioBehaviourTests {
         output.stop()
         let recording = try recorder.finish()
         let runs = loudRuns(recording, channels: 2).filter { $0.count > 1 }
-        #expect(runs.count == 2, "one gap: the pause (runs: \(runs.map(\.count)))")
-        guard runs.count == 2 else { return }
-        // Joined, the two runs are the signal, frame for frame.
-        let played = Array(recording[(runs[0].start * 2)..<((runs[0].start + runs[0].count) * 2)])
-            + Array(recording[(runs[1].start * 2)..<((runs[1].start + runs[1].count) * 2)])
+        // One gap is the pause; any other must be an underrun the output
+        // counted (a loaded machine at a small buffer), never a silent loss.
+        let extraGaps = runs.count - 2
+        #expect(runs.count >= 2 && extraGaps <= output.underrunCount,
+                "one gap: the pause (runs: \(runs.map(\.count)), underruns counted: \(output.underrunCount))")
+        guard runs.count >= 2 else { return }
+        if extraGaps > 0 { print("[pause] \(extraGaps) gap(s) besides the pause, \(output.underrunCount) underrun(s) counted") }
+        // Joined, the runs are the signal, frame for frame.
+        let played = runs.flatMap { Array(recording[($0.start * 2)..<(($0.start + $0.count) * 2)]) }
         #expect(played.count == signal.count)
         #expect(played.elementsEqual(signal), "no frame lost or repeated across pause/resume")
-        // Silent within one output buffer of pause(): frames after the heard position at pause.
-        let afterPause = Int64(runs[0].count) - heardAtPause
+        // The pause is the longest gap; silent within one output buffer of pause().
+        let gaps = zip(runs, runs.dropFirst()).map { $1.start - $0.start - $0.count }
+        let pauseIndex = gaps.indices.max { gaps[$0] < gaps[$1] } ?? 0
+        let beforePause = runs[...pauseIndex].reduce(0) { $0 + $1.count }
+        let afterPause = Int64(beforePause) - heardAtPause
         print("[pause] \(afterPause) frames sounded after pause() returned (buffer: \(Int(Double(rate) * quick)))")
         #expect(afterPause <= Int64(Double(rate) * quick))
-        #expect((runs[1].start - runs[0].start - runs[0].count) >= rate / 10, "the pause lasted")
+        #expect(gaps[pauseIndex] >= rate / 10, "the pause lasted")
     }
 
     @Test("flush drops what is queued; what follows plays right after")
