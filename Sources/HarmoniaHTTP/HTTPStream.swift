@@ -505,12 +505,6 @@ struct ContentRange: Equatable {
     }
 }
 
-/// Monotonic seconds (CLOCK_MONOTONIC).
-func monotonicSeconds() -> Double {
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
-    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
-}
 
 func formatSeconds(_ seconds: Double) -> String {
     "\((seconds * 10).rounded() / 10) s"

@@ -286,9 +286,3 @@ final class MPDConnection: @unchecked Sendable {
     }
 }
 
-/// Monotonic seconds (CLOCK_MONOTONIC).
-func monotonicSeconds() -> Double {
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
-    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
-}

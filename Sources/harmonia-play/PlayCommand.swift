@@ -39,6 +39,35 @@ enum OutputChoice: ExpressibleByArgument, Equatable {
     }
 
     static var defaultValueDescription: String { "pulse" }
+
+    /// What `outputs` (MPD) calls this output.
+    var name: String {
+        switch self {
+        case .pulse: "pulse"
+        case .null: "null"
+        case .file: "file"
+        case .snapcast: "snapcast"
+        }
+    }
+
+    /// The factory's output. `pacedFile`: a file written in real time as a
+    /// device plays (serve), else as fast as decoding goes (play).
+    func factoryOutput(device: String?, latencyMilliseconds: Double? = nil, pacedFile: Bool = false) -> CoreFactory.Output {
+        switch self {
+        case .pulse:
+            var options = PulseAudioOutputAdapter.Options()
+            if let latencyMilliseconds { options.latency = latencyMilliseconds / 1000 }
+            options.device = device
+            options.applicationName = "harmonia-play"
+            return .pulseAudio(options)
+        case .null:
+            return .null
+        case .file(let path):
+            return pacedFile ? .pacedFile(path: path) : .file(path: path)
+        case .snapcast(let endpoint):
+            return .snapcast(endpoint)
+        }
+    }
 }
 
 extension ReplayGainMode: ExpressibleByArgument {}
@@ -275,19 +304,6 @@ struct PlayCommand: ParsableCommand {
     }
 
     private var factoryOutput: CoreFactory.Output {
-        switch output {
-        case .pulse:
-            var options = PulseAudioOutputAdapter.Options()
-            if let latency { options.latency = latency / 1000 }
-            options.device = device
-            options.applicationName = "harmonia-play"
-            return .pulseAudio(options)
-        case .null:
-            return .null
-        case .file(let path):
-            return .file(path: path)
-        case .snapcast(let endpoint):
-            return .snapcast(endpoint)
-        }
+        output.factoryOutput(device: device, latencyMilliseconds: latency)
     }
 }

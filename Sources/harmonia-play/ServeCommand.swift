@@ -142,7 +142,7 @@ struct ServeCommand: ParsableCommand {
             server.tagTypes.remove(.comment)  // as MPD's default metadata_to_use
             let mpd = MPDPlayer.make(app: player, ledger: QueueLedger(), store: store, musicDirectory: musicDirectory,
                                      requestUpdate: { updater.requestUpdate() }, updateJob: { updater.currentJob },
-                                     outputName: outputName)
+                                     outputName: output.name)
             let pictures = FFmpegTagReaderAdapter()
             let database = MPDDatabaseCommands(library: mpd.library) { path throws(CoreError) in
                 // readpicture: the song's embedded cover, as FFmpeg reads it.
@@ -171,30 +171,8 @@ struct ServeCommand: ParsableCommand {
         }
     }
 
-    /// What MPD's `outputs` calls the output.
-    private var outputName: String {
-        switch output {
-        case .pulse: "pulse"
-        case .null: "null"
-        case .file: "file"
-        case .snapcast: "snapcast"
-        }
-    }
-
     private var factoryOutput: CoreFactory.Output {
-        switch output {
-        case .pulse:
-            var options = PulseAudioOutputAdapter.Options()
-            options.device = device
-            options.applicationName = "harmonia-play"
-            return .pulseAudio(options)
-        case .null:
-            return .null
-        case .file(let path):
-            return .pacedFile(path: path)  // positions are heard positions on every output
-        case .snapcast(let endpoint):
-            return .snapcast(endpoint)
-        }
+        output.factoryOutput(device: device, pacedFile: true)  // positions are heard positions on every output
     }
 }
 

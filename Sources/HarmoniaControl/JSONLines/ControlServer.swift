@@ -158,7 +158,7 @@ public final class ControlClient: @unchecked Sendable {
     public func drain(until deadline: Double) {
         lock.withLock {
             while writeFD >= 0 && outboxStart < outbox.count {
-                let left = deadline - monotonicNow()
+                let left = deadline - monotonicSeconds()
                 if left <= 0 { return }
                 lock.wait(seconds: left)
             }
@@ -256,7 +256,7 @@ public final class ControlServer: @unchecked Sendable {
     /// client up to `drainSeconds` (in all) to receive what is queued for it.
     public func shutdown(drainSeconds: Double = 1) {
         guard case .unix(let path) = transport else { return }
-        let deadline = monotonicNow() + drainSeconds
+        let deadline = monotonicSeconds() + drainSeconds
         for client in lock.withLock({ Array(clients.values) }) { client.drain(until: deadline) }
         let fd = lock.withLock { () -> Int32 in
             defer { listenFD = -1 }
@@ -398,9 +398,3 @@ public final class ControlServer: @unchecked Sendable {
     }
 }
 
-/// Monotonic seconds (CLOCK_MONOTONIC).
-private func monotonicNow() -> Double {
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
-    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
-}

@@ -27,3 +27,11 @@ public struct MonotonicClockAdapter: ClockPort {
         condition.wait(untilMonotonic: deadline)
     }
 }
+
+/// Monotonic seconds (CLOCK_MONOTONIC), for deadlines and timeouts outside
+/// a `ClockPort` (a socket's wait, a client's drain). Any thread.
+public func monotonicSeconds() -> Double {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+}

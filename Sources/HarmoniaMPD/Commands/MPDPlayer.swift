@@ -203,6 +203,11 @@ public final class MPDPlayer: @unchecked Sendable {
     }
 }
 
+/// Runs an engine call for a command group; its `CoreError` becomes MPD's ACK.
+func core(_ body: () throws(CoreError) -> Void) throws(MPDError) {
+    do throws(CoreError) { try body() } catch { throw MPDError(error) }
+}
+
 extension MPDPlayer {
     /// A player whose library access queues through itself (`findadd`, `searchadd`).
     public static func make(app: PlayerApplication, ledger: QueueLedger, store: any LibraryStorePort,

@@ -177,8 +177,4 @@ public struct MPDPlaybackCommands: MPDCommandGroup {
         try core { () throws(CoreError) in try service.seek(to: min(max(seconds, 0), service.duration())) }
     }
 
-    /// Runs an engine call; its `CoreError` becomes MPD's ACK.
-    private func core(_ body: () throws(CoreError) -> Void) throws(MPDError) {
-        do throws(CoreError) { try body() } catch { throw MPDError(error) }
-    }
 }

@@ -202,7 +202,4 @@ public struct MPDQueueCommands: MPDCommandGroup {
         player.syncQueue()
     }
 
-    private func core(_ body: () throws(CoreError) -> Void) throws(MPDError) {
-        do throws(CoreError) { try body() } catch { throw MPDError(error) }
-    }
 }
