@@ -15,11 +15,14 @@ SWIFT ?= $(shell command -v swift 2>/dev/null || echo /opt/swift/usr/bin/swift)
 # clients: mpd, mpc, python3-mpd (python-mpd2). The Snapcast output is
 # tested against a private snapserver (Debian's 0.26), a recorder of what it
 # serves (Tests/Snapcast, python3) and real snapclient rooms; the control bridge is run by a private snapserver, as
-# snapserver runs it.
+# snapserver runs it. The WebSocket transport is tested with python3-websockets,
+# the web remote's page in headless Chromium driven by Selenium
+# (chromium, chromium-driver, python3-selenium).
 APT_PACKAGES := pkg-config libavformat-dev libavcodec-dev libswresample-dev libavutil-dev \
                 libpulse-dev libdbus-1-dev libcurl4-openssl-dev ffmpeg util-linux pulseaudio pulseaudio-utils python3 \
                 dbus playerctl libglib2.0-bin openssl pipewire pipewire-pulse wireplumber pipewire-bin \
-                libsqlite3-dev sqlite3 mpd mpc python3-mpd snapserver snapclient
+                libsqlite3-dev sqlite3 mpd mpc python3-mpd snapserver snapclient \
+                python3-websockets python3-selenium chromium chromium-driver
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 LSAN_SUPPRESSIONS := $(CURDIR)/Tests/lsan-suppressions.txt
 DEMO_FILE := Tests/Fixtures/audio/flac_s16_stereo_44k.flac
@@ -136,19 +139,22 @@ test-pipewire: deps swift
 
 # Under ASan: the FFmpeg adapter, the library (scanner on real files, SQLite
 # store, hostile databases) and the MPD protocol's parsers and server.
+# The sanitizer builds leave the web remote out (HARMONIA_WITHOUT_WEB,
+# Package.swift): swift-nio-ssl's BoringSSL alone costs minutes per build.
+SANITIZER_BUILD := HARMONIA_WITHOUT_WEB=1
 test-asan: deps swift
-	LSAN_OPTIONS=suppressions=$(LSAN_SUPPRESSIONS) \
+	$(SANITIZER_BUILD) LSAN_OPTIONS=suppressions=$(LSAN_SUPPRESSIONS) \
 	  $(SWIFT) test --sanitize=address --scratch-path .build-asan --filter 'HarmoniaFFmpegTests|HarmoniaLibraryTests|HarmoniaMPDTests'
 
 # TSan exits non-zero (66) on any report. The sound-server suites run again
 # on the private PipeWire, from the same build.
 TSAN_PULSE_TESTS := PulseAudioOutputAdapterTests|PulseAudioBehaviourTests|PlaybackServicePulse
 test-tsan: deps swift
-	$(WITH_PULSE) HARMONIA_TSAN=1 $(SWIFT) test --sanitize=thread --scratch-path .build-tsan \
+	$(WITH_PULSE) $(SANITIZER_BUILD) HARMONIA_TSAN=1 $(SWIFT) test --sanitize=thread --scratch-path .build-tsan \
 	  --filter 'SPSCRingBuffer|NullAudioOutput|$(TSAN_PULSE_TESTS)|PlaybackServiceTests|QueueServiceTests|ServiceFeatureTests|ServiceOutputFailureTests|FileOutputServiceTests|SlowOpenServiceTests|HarmoniaLibraryTests|HarmoniaMPDTests|HarmoniaControlTests' || status=$$?; \
 	  bash Tests/pulse-test-server.sh stop $(PULSE_DIR); [ $$status -eq 0 ] || exit $$status; \
 	bash Tests/pipewire-test-server.sh start $(PIPEWIRE_DIR) && status=0; \
-	  HARMONIA_SOUND_SERVER=pipewire HARMONIA_PULSE_DIR=$(PIPEWIRE_DIR) HARMONIA_TSAN=1 \
+	  HARMONIA_SOUND_SERVER=pipewire HARMONIA_PULSE_DIR=$(PIPEWIRE_DIR) HARMONIA_TSAN=1 $(SANITIZER_BUILD) \
 	  $(SWIFT) test --sanitize=thread --scratch-path .build-tsan --skip-build --filter '$(TSAN_PULSE_TESTS)' || status=$$?; \
 	  bash Tests/pipewire-test-server.sh stop $(PIPEWIRE_DIR); exit $$status
 

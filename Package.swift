@@ -4,7 +4,15 @@
 // (models, ports, services, real-time ring) imports no C library; each
 // adapter module imports exactly one, through a system-library target in
 // CShims/.
+import Foundation
 import PackageDescription
+
+/// The web remote (HarmoniaWebSocket: swift-nio, NIOWebSocket, swift-nio-ssl)
+/// is left out when HARMONIA_WITHOUT_WEB is set. The sanitizer builds of
+/// `make test` set it: swift-nio-ssl compiles BoringSSL, about 150 s per
+/// build on two cores, and those builds run no web test. harmonia-play
+/// built so refuses `--listen ADDR` with a one-line error.
+let withWeb = ProcessInfo.processInfo.environment["HARMONIA_WITHOUT_WEB"] == nil
 
 let package = Package(
     name: "HarmoniaCore",
@@ -20,6 +28,7 @@ let package = Package(
         .library(name: "HarmoniaSQLite", targets: ["HarmoniaSQLite"]),
         .library(name: "HarmoniaMPD", targets: ["HarmoniaMPD"]),
         .library(name: "HarmoniaSnapcast", targets: ["HarmoniaSnapcast"]),
+    ] + (withWeb ? [.library(name: "HarmoniaWebSocket", targets: ["HarmoniaWebSocket"])] : []) + [
         .executable(name: "harmonia-play", targets: ["harmonia-play"]),
     ],
     dependencies: [
@@ -27,7 +36,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         // `make docs`: the DocC catalogs of HarmoniaCore and HarmoniaLinux.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
-    ],
+    ] + (withWeb ? [
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+    ] : []),
     targets: [
         // MARK: C libraries (no logic: see each shim.h)
         .systemLibrary(
@@ -149,7 +161,7 @@ let package = Package(
                 "HarmoniaSnapcast",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ] + (withWeb ? ["HarmoniaWebSocket"] : [])
         ),
 
         // MARK: Test support and tests (mirroring the source targets)
@@ -202,6 +214,30 @@ let package = Package(
             name: "HarmoniaPlayTests",
             dependencies: ["harmonia-play", "HarmoniaControl", "HarmoniaLibrary", "HarmoniaTestSupport"]
         ),
-    ],
+    ] + (withWeb ? webTargets : []),
     swiftLanguageModes: [.v6]
 )
+
+/// A driving adapter: the control protocol over WebSocket, and the web
+/// remote's page (plain HTML, CSS and JavaScript in Web/, compiled into the
+/// binary) on the same port; TLS through swift-nio-ssl.
+var webTargets: [Target] {
+    [
+        .target(
+            name: "HarmoniaWebSocket",
+            dependencies: [
+                "HarmoniaCore", "HarmoniaControl",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            resources: [.embedInCode("Web")]
+        ),
+        .testTarget(
+            name: "HarmoniaWebSocketTests",
+            dependencies: ["HarmoniaWebSocket", "HarmoniaControl", "HarmoniaCore", "HarmoniaTestSupport"]
+        ),
+    ]
+}

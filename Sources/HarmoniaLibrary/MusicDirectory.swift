@@ -79,7 +79,8 @@ public struct MusicDirectory: Sendable, Equatable {
         }
     }
 
-    static func isDirectory(_ path: String) -> Bool {
+    /// True when `path` is a folder (symlinks followed).
+    public static func isDirectory(_ path: String) -> Bool {
         fileType(path) == S_IFDIR
     }
 

@@ -181,12 +181,19 @@ struct PlayCommand: ParsableCommand {
     @OptionGroup(title: "Network")
     var network: NetworkOptions
 
+    @OptionGroup(title: "Web remote")
+    var web: WebRemoteOptions
+
+    /// Commands may come: a control channel or WebSocket clients.
+    private var remoteControlled: Bool { control != nil || web.address(defaultListen: nil) != nil }
+
     @Argument(help: ArgumentHelp("Audio files, URLs, folders or playlists (.m3u, .m3u8, .pls, .cue), played in order (optional with --control).", valueName: "INPUT"))
     var inputs: [String] = []
 
     func validate() throws {
-        if inputs.isEmpty && control == nil {
-            throw ValidationError("Missing expected argument '<INPUT> ...' (inputs may be left out only with --control)")
+        try web.check(defaultListen: nil)
+        if inputs.isEmpty && !remoteControlled {
+            throw ValidationError("Missing expected argument '<INPUT> ...' (inputs may be left out only with --control or --listen)")
         }
         if let tick, !(tick.isFinite && tick >= 0 && tick <= 3_600_000) {
             throw ValidationError("--tick must be a number of milliseconds, 0 or more; got \(Self.number(tick))")
@@ -221,7 +228,7 @@ struct PlayCommand: ParsableCommand {
 
     func run() throws {
         StderrLogHandler.bootstrap()
-        let machine = json || control != nil
+        let machine = json || remoteControlled
         // The status line and keys: on a terminal (stdin and stdout,
         // foreground), unless --quiet or stdin/stdout carry JSON.
         let interactive = !quiet && !json && control != .stdin && Terminal.isInteractive
@@ -236,7 +243,7 @@ struct PlayCommand: ParsableCommand {
             ? SwiftLogLoggerAdapter(label: "harmonia", level: logLevel) : NoopLoggerAdapter()
         var factory = CoreFactory(output: factoryOutput, configuration: configuration, logger: serviceLogger)
         // A client of the control channel may give fresh links for refused ones (`renew`).
-        let renewals = control != nil ? LinkRenewals() : nil
+        let renewals = remoteControlled ? LinkRenewals() : nil
         let decoder = network.decoder(logger: SwiftLogLoggerAdapter(label: "harmonia.ffmpeg", level: logLevel), renewals: renewals)
         factory.decoder = decoder
         let service = factory.makePlaybackService()
@@ -251,7 +258,7 @@ struct PlayCommand: ParsableCommand {
         let expansion = InputExpander(cueSheets: CueSheetFileAdapter(), report: Console.report).expand(inputs)
         var tracks = expansion.tracks
         // Every input was reported; with a control channel the queue may start empty.
-        guard !tracks.isEmpty || control != nil else { throw ExitCode(1) }
+        guard !tracks.isEmpty || remoteControlled else { throw ExitCode(1) }
         if !tracks.isEmpty, start != nil || end != nil {
             tracks[0].start = start
             tracks[0].end = end
@@ -275,6 +282,14 @@ struct PlayCommand: ParsableCommand {
             let session = ControlSession(dispatcher: dispatcher, transport: control, json: json)
             controlServer = session.server
             player.add(session)
+            do throws(CoreError) {
+                if let remote = try web.frontend(dispatcher: dispatcher, stateFolder: WebRemoteOptions.defaultStateFolder, defaultListen: nil) {
+                    player.add(remote)
+                }
+            } catch {
+                ConsoleLines.report(error)
+                throw ExitCode(1)
+            }
         }
         player.add(ConsoleLines(service: service, quiet: quiet || json || control == .stdin,
                                 fixedCount: control == nil ? tracks.count : nil))

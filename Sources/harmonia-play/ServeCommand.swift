@@ -60,6 +60,12 @@ struct ServeCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Also take JSON-line commands on a Unix socket at PATH (specs/control-protocol.md).", valueName: "unix:PATH"))
     var control: ControlTransport?
 
+    @OptionGroup(title: "Web remote")
+    var web: WebRemoteOptions
+
+    /// Where the web remote listens unless --listen says otherwise.
+    static let defaultListen = "127.0.0.1:6680"
+
     @Flag(help: "No line per track started (errors still go to stderr).")
     var quiet = false
 
@@ -80,6 +86,7 @@ struct ServeCommand: ParsableCommand {
             }
         }
         if password?.isEmpty == true { throw ValidationError("--password must not be empty") }
+        try web.check(defaultListen: Self.defaultListen)
     }
 
     func run() throws {
@@ -118,12 +125,25 @@ struct ServeCommand: ParsableCommand {
         // A client that went away is a failed write, not a fatal signal.
         signal(SIGPIPE, SIG_IGN)
 
+        // One dispatcher for the Unix socket and WebSocket clients: `uri`s
+        // relative to the music directory and confined to it, and the library.
+        let library = ControlLibrary(store: store, musicDirectory: musicDirectory, requestUpdate: { updater.requestUpdate() })
+        let dispatcher = ControlDispatcher(service: service, actions: actions, readInfo: tagReader.readWithStreamInfo(url:),
+                                           library: library)
         var controlServer: ControlServer?
         if let control {
-            let dispatcher = ControlDispatcher(service: service, actions: actions, readInfo: tagReader.readWithStreamInfo(url:))
             let session = ControlSession(dispatcher: dispatcher, transport: control, json: false)
             controlServer = session.server
             player.add(session)
+        }
+        do throws(CoreError) {
+            let stateFolder = paths.state.map { ($0 as NSString).deletingLastPathComponent } ?? WebRemoteOptions.defaultStateFolder
+            if let remote = try web.frontend(dispatcher: dispatcher, stateFolder: stateFolder, defaultListen: Self.defaultListen) {
+                player.add(remote)
+            }
+        } catch {
+            ConsoleLines.report(error)
+            throw ExitCode(1)
         }
         player.add(ConsoleLines(service: service, quiet: quiet, fixedCount: nil))
         player.add(ServerLifetime())

@@ -28,6 +28,8 @@ TARGETS=(decode tags metadata playlist control)
 BINARY=$ROOT/.build-fuzz/release/harmonia-play
 # Swift's own crash backtracer would take over the trap signal from libFuzzer.
 export SWIFT_BACKTRACE=enable=no
+# The fuzz targets read files, not the network: build without the web remote (Package.swift).
+export HARMONIA_WITHOUT_WEB=1
 
 build() {
     # SwiftPM links an executable's own main, so libFuzzer comes without its

@@ -19,7 +19,7 @@ public final class ServeProcess {
         self.folder = folder
         process = try LineProcess.harmoniaPlay(["serve", "--music-dir", music, "--database", folder + "/library.sqlite",
                                                 "--state", folder + "/state.json", "--output", "null",
-                                                "--mpd-listen", "127.0.0.1:0", "--quiet"] + extra,
+                                                "--mpd-listen", "127.0.0.1:0", "--listen", "off", "--quiet"] + extra,
                                                environment: environment)
         guard let line = process.stderr.take(timeout: 20, where: { $0.contains("MPD protocol on 127.0.0.1:") })?.line,
               let port = line.split(separator: ":").last.flatMap({ Int($0) }) else {

@@ -9,6 +9,9 @@ public final class ControlDispatcher {
     public let actions: PlayerActions
     /// Reads a file's tags and stream facts for `info`.
     private let readInfo: (String) throws(CoreError) -> (tags: TagBundle, stream: StreamInfo)
+    /// The music library under `serve`: `uri`s are then relative to its
+    /// folder and confined to it, and the `library/*` commands answer.
+    public let library: ControlLibrary?
 
     /// What a line led to: the reply to send, and whether the player must quit.
     public struct Outcome {
@@ -20,15 +23,24 @@ public final class ControlDispatcher {
         "play", "pause", "toggle", "stop", "seek", "volume", "mute", "next", "previous", "jump", "status",
         "queue/items", "queue/add", "queue/remove", "queue/move", "queue/clear", "repeat", "shuffle",
         "info", "cover", "renew", "quit",
-    ]
+    ] + ControlLibrary.commands
 
     /// - Parameter readInfo: what `info` reads a file with (the player gives
     ///   FFmpeg's tag reader; the fuzz target one that opens nothing).
+    /// - Parameter library: the music library (`serve`); nil for the plain
+    ///   player, where a `uri` is a path or URL as given.
     public init(service: DefaultPlaybackService, actions: PlayerActions,
-         readInfo: @escaping (String) throws(CoreError) -> (tags: TagBundle, stream: StreamInfo)) {
+                readInfo: @escaping (String) throws(CoreError) -> (tags: TagBundle, stream: StreamInfo),
+                library: ControlLibrary? = nil) {
         self.service = service
         self.actions = actions
         self.readInfo = readInfo
+        self.library = library
+    }
+
+    /// The file a client's `uri` names: confined to the music directory under `serve`.
+    private func resolve(_ uri: String) throws(CoreError) -> String {
+        try library?.resolve(uri) ?? uri
     }
 
     /// Handles one request line: exactly one reply, whatever the line holds.
@@ -117,16 +129,20 @@ public final class ControlDispatcher {
         case "queue/add":
             let uri = try args.string("uri")
             guard !uri.isEmpty else { throw CoreError.invalidArgument(("queue/add: 'uri' is empty")) }
-            let track = Track(url: uri)
+            // Under serve a folder queues its songs.
+            let tracks = try library?.tracks(for: uri) ?? [Track(url: uri)]
             let at: Int
             if let index = try args.optionalInt("index") {
-                try service.insert(track, at: index)
+                // The first insert checks `index` (a client's number); the others follow it.
+                for (offset, track) in tracks.enumerated() { try service.insert(track, at: offset == 0 ? index : index + offset) }
                 at = index
             } else {
                 at = service.queue.count
-                service.enqueue([track])
+                service.enqueue(tracks)
             }
-            return .object([("index", .int(Int64(at))), ("track", EventJSON.track(track))])
+            var result: [(String, JSONValue)] = [("index", .int(Int64(at))), ("track", EventJSON.track(tracks[0]))]
+            if tracks.count > 1 { result.append(("count", .int(Int64(tracks.count)))) }
+            return .object(result)
         case "queue/remove":
             let index = try args.int("index")
             try service.remove(at: index)
@@ -151,7 +167,7 @@ public final class ControlDispatcher {
         case "info":
             let url: String
             if let uri = try args.optionalString("uri") {
-                url = uri
+                url = try resolve(uri)
             } else if let current = service.currentTrack {
                 url = current.url
             } else {
@@ -163,7 +179,7 @@ public final class ControlDispatcher {
             // The embedded cover, for frontends that show it (the Snapcast bridge's artData).
             let artwork: Data?
             if let uri = try args.optionalString("uri") {
-                artwork = try readInfo(uri).tags.artworkData
+                artwork = try readInfo(resolve(uri)).tags.artworkData
             } else if let current = service.currentTrack {
                 artwork = try current.artwork ?? readInfo(current.url).tags.artworkData
             } else {
@@ -187,6 +203,11 @@ public final class ControlDispatcher {
             return .object([])
         case "quit":
             return .null
+        case _ where command.hasPrefix("library/"):
+            guard let library else {
+                throw CoreError.unsupported("\(command.prefix(40)): this player has no library (run harmonia-play serve --music-dir DIR)")
+            }
+            return try library.execute(command, args)
         default:
             throw ControlFailure.unknownCommand(command)
         }

@@ -21,7 +21,7 @@ public struct ControlFailure: Error {
 }
 
 /// One well-formed request: `{"message_id": ID, "command": NAME, "args": {...}}`.
-public struct ControlRequest {
+public struct ControlRequest: Sendable {
     /// An integer or a string, echoed in the reply.
     public let id: JSONValue
     public let command: String
@@ -107,7 +107,7 @@ public enum ControlProtocol {
 }
 
 /// A request's `args`, read with typed accessors that fail as invalidRequest.
-public struct ControlArgs {
+public struct ControlArgs: Sendable {
     public let value: JSONValue
 
     public init(_ value: JSONValue) { self.value = value }

@@ -4,7 +4,7 @@
 import Foundation
 
 /// A JSON value whose objects keep their keys in insertion order.
-public enum JSONValue: Equatable {
+public enum JSONValue: Equatable, Sendable {
     case string(String)
     case int(Int64)
     case double(Double)

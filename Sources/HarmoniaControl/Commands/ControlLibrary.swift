@@ -1,0 +1,144 @@
+// The library over the control protocol (under `serve`): browse, search and
+// queue by library path — specs/control-protocol.md §Library
+import Foundation
+import HarmoniaCore
+import HarmoniaLibrary
+
+/// The music library as the control protocol's clients see it: `uri`s
+/// relative to the music directory, confined to it, and the `library/*`
+/// commands. Every path a client names goes through `resolve`.
+///
+/// Threads: any (the store has its own reader connection); the dispatcher
+/// calls it on the main loop.
+public final class ControlLibrary: Sendable {
+    public let store: any LibraryStorePort
+    public let musicDirectory: MusicDirectory
+    /// Starts a rescan (or joins the one running); its job number.
+    private let requestUpdate: @Sendable () -> Int
+
+    public static let commands = ["library/browse", "library/artists", "library/albums", "library/songs",
+                                  "library/search", "library/stats", "library/update"]
+    /// Songs in one answer, at most (`library/search`, `library/songs`).
+    public static let maxSongs = 500
+
+    public init(store: any LibraryStorePort, musicDirectory: MusicDirectory, requestUpdate: @escaping @Sendable () -> Int) {
+        self.store = store
+        self.musicDirectory = musicDirectory
+        self.requestUpdate = requestUpdate
+    }
+
+    // MARK: Paths
+
+    /// The file a client's `uri` names, as the queue keeps it: an http(s)
+    /// URL as it is; anything else a path relative to the music directory
+    /// that must stay inside it (`..`, absolute paths, `file://` and links
+    /// out are refused with one `notFound`, which says nothing of the outside).
+    public func resolve(_ uri: String) throws(CoreError) -> String {
+        let lower = uri.lowercased()
+        if lower.hasPrefix("http://") || lower.hasPrefix("https://") { return uri }
+        return try musicDirectory.resolve(uri)
+    }
+
+    /// A queue entry's `url` as clients name it: relative to the music
+    /// directory when it is inside, else unchanged (a stream).
+    public func uri(of url: String) -> String {
+        let root = musicDirectory.root, prefix = root.hasSuffix("/") ? root : root + "/"
+        return url.hasPrefix(prefix) ? String(url.dropFirst(prefix.count)) : url
+    }
+
+    /// The tracks `queue/add` queues for `uri`: one for a file, a folder's
+    /// songs in `add` order (album, disc, track) for a folder.
+    public func tracks(for uri: String) throws(CoreError) -> [Track] {
+        let resolved = try resolve(uri)
+        guard resolved.hasPrefix("/"), MusicDirectory.isDirectory(resolved) else {
+            let known = (try? store.song(at: self.uri(of: resolved))) ?? nil
+            return [known.map(track(for:)) ?? Track(url: resolved)]
+        }
+        let songs = try store.songsForAdd(under: resolved == musicDirectory.root ? "" : self.uri(of: resolved))
+        guard !songs.isEmpty else { throw .notFound("'\(uri)': the folder holds no songs the library knows (run library/update?)") }
+        return songs.map(track(for:))
+    }
+
+    /// A queue entry for a library song: its absolute path and the tags the
+    /// library has (so nothing is read to show it).
+    public func track(for song: LibrarySong) -> Track {
+        let root = musicDirectory.root
+        return Track(url: (root.hasSuffix("/") ? root : root + "/") + song.path,
+                     title: song.tags[.title], artist: song.tags[.artist], album: song.tags[.album], duration: song.duration)
+    }
+
+    // MARK: Commands
+
+    /// Runs a `library/*` command.
+    public func execute(_ command: String, _ args: ControlArgs) throws -> JSONValue {
+        switch command {
+        case "library/browse":
+            let path = try folderPath(args.optionalString("path") ?? "")
+            let listing = try store.listing(of: path)
+            return .object([
+                ("path", .string(path)),
+                ("folders", .array(listing.directories.map { .object([("uri", .string($0.path)), ("name", .string(Self.name($0.path)))]) })),
+                ("songs", .array(listing.songs.map(Self.song))),
+                ("playlists", .array(listing.playlists.map { .object([("uri", .string($0.path)), ("name", .string(Self.name($0.path)))]) })),
+            ])
+        case "library/artists":
+            let rows = try store.tagValues(.albumArtist, groupedBy: [], matching: .and([]))
+            return .object([("artists", .array(rows.map { .string($0.value) }))])
+        case "library/albums":
+            var filters: [LibraryFilter] = []
+            if let artist = try args.optionalString("artist") { filters.append(.tag(.albumArtist, TagMatch(.equals, artist))) }
+            let rows = try store.tagValues(.album, groupedBy: [.albumArtist], matching: .and(filters))
+            return .object([("albums", .array(rows.map { .object([("album", .string($0.value)), ("artist", .string($0.groups.first ?? ""))]) }))])
+        case "library/songs":
+            var filters: [LibraryFilter] = []
+            if let artist = try args.optionalString("artist") { filters.append(.tag(.albumArtist, TagMatch(.equals, artist))) }
+            if let album = try args.optionalString("album") { filters.append(.tag(.album, TagMatch(.equals, album))) }
+            guard !filters.isEmpty else { throw ControlFailure.invalidRequest("library/songs: give 'artist', 'album' or both") }
+            return songsResult(try store.songs(matching: .and(filters)))
+        case "library/search":
+            let query = try args.string("query").trimmingCharacters(in: .whitespaces)
+            guard !query.isEmpty else { throw CoreError.invalidArgument("library/search: 'query' is empty") }
+            guard query.count <= 200 else { throw CoreError.invalidArgument("library/search: 'query' is longer than 200 characters") }
+            // Every word must appear in some tag or in the path, case folded.
+            let words = query.split(separator: " ").map(String.init)
+            let filter = LibraryFilter.and(words.map { word in
+                .not(.and([.not(.anyTag(TagMatch(.contains, word, foldCase: true))), .not(.file(TagMatch(.contains, word, foldCase: true)))]))
+            })
+            return songsResult(try store.songs(matching: filter))
+        case "library/stats":
+            let stats = try store.stats()
+            return .object([("artists", .int(Int64(stats.artists))), ("albums", .int(Int64(stats.albums))),
+                            ("songs", .int(Int64(stats.songs))), ("playtime", EventJSON.number(stats.playtime)),
+                            ("last_update", stats.lastUpdate.map { .int($0) } ?? .null)])
+        case "library/update":
+            return .object([("job", .int(Int64(requestUpdate())))])
+        default:
+            throw ControlFailure.unknownCommand(command)
+        }
+    }
+
+    /// A folder a client names, checked to be inside the music directory
+    /// ("" is the top); as the library spells it.
+    private func folderPath(_ path: String) throws(CoreError) -> String {
+        let trimmed = path.hasSuffix("/") ? String(path.dropLast()) : path
+        guard !trimmed.isEmpty else { return "" }
+        let real = try musicDirectory.resolve(trimmed)
+        return real == musicDirectory.root ? "" : uri(of: real)
+    }
+
+    private func songsResult(_ songs: [LibrarySong]) -> JSONValue {
+        .object([("total", .int(Int64(songs.count))), ("songs", .array(songs.prefix(Self.maxSongs).map(Self.song)))])
+    }
+
+    /// A song as clients see it: its `uri` (for `queue/add`) and tags.
+    static func song(_ song: LibrarySong) -> JSONValue {
+        func tag(_ tag: LibraryTag) -> JSONValue { song.tags[tag].map(JSONValue.string) ?? .null }
+        return .object([("uri", .string(song.path)), ("title", tag(.title)), ("artist", tag(.artist)),
+                        ("album", tag(.album)), ("album_artist", tag(.albumArtist)), ("track", tag(.track)),
+                        ("duration", song.duration.map(EventJSON.number) ?? .null)])
+    }
+
+    private static func name(_ path: String) -> String {
+        path.split(separator: "/").last.map(String.init) ?? path
+    }
+}

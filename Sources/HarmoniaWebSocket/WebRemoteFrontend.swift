@@ -1,0 +1,53 @@
+// The WebSocket driving adapter: the control protocol's commands and events
+// for network clients and the web page — specs/control-protocol.md §WebSocket
+import HarmoniaControl
+import HarmoniaCore
+
+/// A frontend of `PlayerApplication`: requests of authenticated WebSocket
+/// clients run on the main loop through the one `ControlDispatcher`, their
+/// replies go to the asking client before any event the command caused,
+/// and every event goes to every authenticated client.
+///
+/// Threads: the `PlayerFrontend` methods on the main loop; the server's
+/// event loop posts each request as a job.
+public final class WebRemoteFrontend: PlayerFrontend, @unchecked Sendable {
+    public let server: WebRemoteServer
+    private let dispatcher: ControlDispatcher
+    private let announce: (String) -> Void
+
+    /// - Parameter announce: a line for standard error once listening.
+    public init(server: WebRemoteServer, dispatcher: ControlDispatcher, announce: @escaping (String) -> Void) {
+        self.server = server
+        self.dispatcher = dispatcher
+        self.announce = announce
+    }
+
+    /// A network server waits for commands: the player stays at the end of the queue.
+    public var waitsForCommands: Bool { true }
+
+    /// Takes the port before playback starts (a taken port ends the run).
+    public func open(_ app: PlayerApplication) throws(CoreError) {
+        try server.bind()
+        announce("web remote on \(server.url)")
+    }
+
+    public func start(_ app: PlayerApplication) {
+        let inbox = app.inbox
+        server.hub.receive { [self] request in inbox.post(.job { self.handle(request) }) }
+        server.start()
+    }
+
+    public func show(_ event: PlaybackEvent) {
+        server.hub.broadcast(EventJSON.line(event).serialized)
+    }
+
+    /// Answers one request (main loop).
+    func handle(_ request: WebRemoteHub.Request) -> EventInbox.JobOutcome {
+        defer { request.client.releaseSlot() }
+        let outcome = dispatcher.handle(line: request.bytes)
+        request.client.send(outcome.reply.serialized)
+        return outcome.quit ? .quit : .continue
+    }
+
+    public func shutdown() { server.shutdown() }
+}
