@@ -22,8 +22,10 @@ public final class WebClient: Sendable {
     }
 
     /// Requests of one client waiting for the main loop, at most; beyond
-    /// that its socket is not read (its requests wait in the network).
-    static let maxInFlight = 64
+    /// that its socket is not read (its requests wait in the network). Small,
+    /// so that a client sending without pause holds up the others' requests
+    /// by at most this many of its own.
+    static let maxInFlight = 16
 
     init(channel: any Channel, authenticated: Bool) {
         self.channel = channel
@@ -47,7 +49,11 @@ public final class WebClient: Sendable {
         channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .text, data: buffer), promise: nil)
     }
 
-    /// Sends a close frame with `code` and a reason, then closes.
+    /// Starts the closing handshake: a close frame with `code` and a
+    /// reason, then the sending side is shut; the connection ends when the
+    /// client answers with its close frame (`finishClosing`), or after
+    /// `closingGrace` seconds. Closing the socket at once would make the
+    /// kernel reset it over unread data, and the client would lose the code.
     func close(code: WebSocketErrorCode, reason: String) {
         let first = state.withLockedValue { state -> Bool in
             defer { state.closed = true }
@@ -59,9 +65,19 @@ public final class WebClient: Sendable {
         data.write(webSocketErrorCode: code)
         data.writeString(String(reason.utf8.prefix(120)) ?? "")
         channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .connectionClose, data: data)).whenComplete { _ in
-            channel.close(promise: nil)
+            channel.close(mode: .output).whenFailure { _ in channel.close(promise: nil) }
+            channel.eventLoop.scheduleTask(in: .milliseconds(Int64(Self.closingGrace * 1000))) { channel.close(promise: nil) }
         }
     }
+
+    /// True once `close` started the closing handshake.
+    var isClosing: Bool { state.withLockedValue { $0.closed } }
+
+    /// The client answered our close frame: the connection ends now.
+    func finishClosing() { channel.close(promise: nil) }
+
+    /// How long a closing client may take to answer with its close frame.
+    static let closingGrace = 2.0
 
     /// A request goes to the main loop; at `maxInFlight` reading pauses.
     func acquireSlot() {

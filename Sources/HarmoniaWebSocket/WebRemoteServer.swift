@@ -87,7 +87,7 @@ public final class WebRemoteServer: @unchecked Sendable {
         let policy = configuration.policy
         let upgrader = NIOWebSocketServerUpgrader(
             maxFrameSize: configuration.maxMessageBytes,
-            automaticErrorHandling: true,
+            automaticErrorHandling: false,  // WebSocketPeer closes with the code (1009, 1002) and a handshake
             shouldUpgrade: { channel, head in
                 // Refused here, the request goes on to the page handler, which answers 403 or 400.
                 let path = head.uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""

@@ -8,9 +8,9 @@ import NIOWebSocket
 /// Reads a client's frames (whole messages: `NIOWebSocketFrameAggregator`
 /// joins fragments before this handler and bounds their total).
 ///
-/// - Until the client is authenticated its only accepted message is `auth`;
-///   a wrong token is answered after the server-wide delay, with an
-///   `unauthorized` error and close code 4401; no event reaches it.
+/// - Until the client is authenticated its only accepted message is `auth`
+///   (anything else: an `unauthorized` error and close code 4401); a wrong
+///   token is answered so after the server-wide delay; no event reaches it.
 /// - Text messages of an authenticated client go to the main loop (the
 ///   hub); `auth` is answered here.
 /// - Pings are answered; a ping goes out every `pingInterval`, and a
@@ -80,23 +80,27 @@ final class WebSocketPeer: ChannelInboundHandler {
         let frame = unwrapInboundIn(data)
         switch frame.opcode {
         case .text:
-            guard !refusing else { return }
+            guard !refusing, !client.isClosing else { return }
             var payload = frame.unmaskedData
             let bytes = payload.readBytes(length: payload.readableBytes) ?? []
             message(bytes, context: context)
         case .binary:
-            guard !refusing else { return }
+            guard !refusing, !client.isClosing else { return }
             client.send(ControlProtocol.reply(.null, failure: .invalidRequest("binary frames are not read: send each request as one JSON text frame")).serialized)
+            if !client.isAuthenticated { client.close(code: Self.unauthorized, reason: "authentication required") }
         case .ping:
             let pong = WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)
             context.writeAndFlush(wrapOutboundOut(pong), promise: nil)
         case .pong:
             awaitingPong = false
         case .connectionClose:
-            // Answer with the client's code (RFC 6455 §5.5.1), then close.
-            var data = frame.unmaskedData
-            let code = data.readWebSocketErrorCode() ?? .normalClosure
-            client.close(code: code, reason: "")
+            if client.isClosing {
+                client.finishClosing()  // the answer to ours
+            } else {
+                // Answer with the client's code (RFC 6455 §5.5.1); it closes the connection.
+                var data = frame.unmaskedData
+                client.close(code: data.readWebSocketErrorCode() ?? .normalClosure, reason: "")
+            }
         default:
             break
         }
@@ -111,8 +115,10 @@ final class WebSocketPeer: ChannelInboundHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        // The aggregator's limits (and protocol errors it finds).
-        if case NIOWebSocketFrameAggregator.Error.accumulatedFrameSizeIsTooLarge = error {
+        // The decoder's and the aggregator's limits, and protocol errors.
+        if case NIOWebSocketError.invalidFrameLength = error {
+            client.close(code: .messageTooLarge, reason: "a message is limited to \(hub.configuration.maxMessageBytes) bytes")
+        } else if case NIOWebSocketFrameAggregator.Error.accumulatedFrameSizeIsTooLarge = error {
             client.close(code: .messageTooLarge, reason: "a message is limited to \(hub.configuration.maxMessageBytes) bytes")
         } else if case NIOWebSocketFrameAggregator.Error.tooManyFragments = error {
             client.close(code: .messageTooLarge, reason: "too many fragments")
@@ -142,9 +148,13 @@ final class WebSocketPeer: ChannelInboundHandler {
                 refuse(context: context, id: request.id)
             }
         case .request(let request):
+            authDeadline?.cancel()
             client.send(ControlProtocol.reply(request.id, failure: Self.unauthorizedFailure("send 'auth' with the token first")).serialized)
+            client.close(code: Self.unauthorized, reason: "authentication required")
         case .invalid(let id, let failure):
+            authDeadline?.cancel()
             client.send(ControlProtocol.reply(id, failure: failure).serialized)
+            client.close(code: Self.unauthorized, reason: "authentication required")
         }
     }
 
