@@ -75,8 +75,9 @@ def make_music(root):
     """The music tree: 4 songs of 30 s in 2 albums (FLAC and MP3), tagged; the first with a cover."""
     os.makedirs(root, exist_ok=True)
     cover = os.path.join(os.path.dirname(root), "cover.png")
-    subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=s=300x300",
-                    "-frames:v", "1", cover], check=True, timeout=60)
+    gradient = "nullsrc=s=300x300,format=gbrp,geq=r='38+195*(X+Y)/600':g='70+126*(X+Y)/600':b='83+23*(X+Y)/600'"
+    subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", gradient, "-frames:v", "1", cover],
+                   check=True, timeout=60)
     for i, (folder, name, title, artist, album, track, tone) in enumerate(SONGS):
         os.makedirs(os.path.join(root, folder), exist_ok=True)
         command = ["ffmpeg", "-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", f"sine=f={tone}:d={SECONDS}"]
