@@ -204,11 +204,19 @@ public final class StateKeeper: PlayerFrontend {
     /// Puts `state` back on `service`: the queue, volume and modes, the
     /// current entry at its position, and playback if it was playing. An
     /// entry that fails to open is reported by the service's events as usual.
-    public static func restore(_ state: PlayerState, on service: DefaultPlaybackService) {
+    /// - Parameter track: the queue entry for a saved URL (`serve` gives the
+    ///   library's tags, so the queue shows them before each track plays).
+    public static func restore(_ state: PlayerState, on service: DefaultPlaybackService,
+                               track: (String) -> Track = { Track(url: $0) }) {
         service.setVolume(Float(min(max(state.volume.isFinite ? state.volume : 100, 0), 100) / 100))
         if let mode = RepeatMode(rawValue: state.repeatMode) { service.setRepeatMode(mode) }
         service.setShuffle(state.shuffle)
-        service.enqueue(state.queue.map { Track(url: $0.uri, start: $0.start, end: $0.end) })
+        service.enqueue(state.queue.map { entry in
+            var restored = track(entry.uri)
+            restored.start = entry.start
+            restored.end = entry.end
+            return restored
+        })
         guard let current = state.current, state.queue.indices.contains(current) else { return }
         do throws(CoreError) {
             try service.jump(to: current)

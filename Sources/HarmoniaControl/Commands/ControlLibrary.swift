@@ -59,6 +59,14 @@ public final class ControlLibrary: Sendable {
         return songs.map(track(for:))
     }
 
+    /// A queue entry for `url` with the library's tags when it is a song
+    /// the library knows (a restored queue), else the bare URL.
+    public func track(forURL url: String) -> Track {
+        let relative = uri(of: url)
+        guard relative != url, let song = (try? store.song(at: relative)) ?? nil else { return Track(url: url) }
+        return track(for: song)
+    }
+
     /// A queue entry for a library song: its absolute path and the tags the
     /// library has (so nothing is read to show it).
     public func track(for song: LibrarySong) -> Track {
