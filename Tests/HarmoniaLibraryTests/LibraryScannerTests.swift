@@ -198,21 +198,24 @@ import Testing
         let first = CountingReader(before: { number in if number == 3 { cancellation.cancel() } })
         let summary = try setup.scanner(first, batchSize: 2).scan(cancellation: cancellation)
         #expect(!summary.completed)
-        #expect(first.count == 3)
-        #expect(summary.added == 3)
+        // Tags are read on two threads: the read beside the third may already
+        // have begun when it cancels (seen under load); what was read is kept.
+        let read = first.count
+        #expect((3...4).contains(read))
+        #expect(summary.added == read)
         #expect(try setup.store.stats().lastUpdate == nil)
         setup.store.close()
 
         let reopened = try SQLiteLibraryStore(file: setup.file)
         defer { reopened.close() }
         #expect(try reopened.integrityProblems().isEmpty)
-        #expect(try reopened.stats().songs == 3)
+        #expect(try reopened.stats().songs == read)
         let second = CountingReader()
         let scanner = LibraryScanner(musicDirectory: try MusicDirectory(root: setup.tree.path), store: reopened,
                                      readTags: second.read, now: { 1_700_000_001 })
         let rest = try scanner.scan()
-        #expect(rest.completed && rest.added == 3)
-        #expect(second.count == 3)
+        #expect(rest.completed && rest.added == 6 - read)
+        #expect(second.count == 6 - read)
         #expect(try reopened.stats().songs == 6)
         #expect(try reopened.stats().lastUpdate == 1_700_000_001)
     }
