@@ -118,10 +118,15 @@ docs: deps swift
 test-examples: deps swift
 	SWIFT="$(SWIFT)" bash Tests/Examples/build-readme-examples.sh $(CURDIR)
 
+# The web remote's suites (a real browser, 100 WebSocket clients, a flooding
+# client) run after the others, not beside them: they load both cores, and
+# the real-time and Snapcast suites measure exact playback on real servers.
+WEB_TESTS := HarmoniaWebSocketTests
 test-unit: deps swift
 	$(SWIFT) build --build-tests
-	$(WITH_PULSE) $(SWIFT) test --skip-build || status=$$?; \
+	$(WITH_PULSE) $(SWIFT) test --skip-build --skip '$(WEB_TESTS)' || status=$$?; \
 	  bash Tests/pulse-test-server.sh stop $(PULSE_DIR); exit $$status
+	$(SWIFT) test --skip-build --filter '$(WEB_TESTS)'
 
 # The real-time path's tests again, on a private PipeWire + WirePlumber +
 # pipewire-pulse (Tests/pipewire-test-server.sh: own runtime, config and

@@ -12,10 +12,14 @@ sample, less the exec time. The monitor's own delay (a fragment; on PipeWire
 one graph cycle) is the same for every player, so the ratio between two
 players in one run is the figure to read; the absolute values include it.
 
+"harmonia-play engine" is the engine alone, as an app embedding it (or
+`serve`) has it: a player already running with `--control unix:`, the file
+queued; the clock starts when `play` is written to its socket.
+
 Usage: first_sound.py HARMONIA_PLAY FILE.wav [--runs N] [--sink NAME] [--pipewire-runtime DIR]
 Prints one JSON object: medians and every run, in milliseconds.
 """
-import argparse, json, os, shutil, statistics, subprocess, threading, time
+import argparse, json, os, shutil, socket, statistics, subprocess, tempfile, threading, time
 
 RATE, CHANNELS = 48000, 2
 FRAGMENT = RATE // 100 * CHANNELS * 4
@@ -43,8 +47,13 @@ def first_sound(command, sink, timeout=10.0):
         if not started.wait(timeout):
             raise RuntimeError("the monitor recorded nothing")
         time.sleep(0.5)  # the monitor's start-up is over
-        begin = time.monotonic()
-        player = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if callable(command):
+            player = command()  # ready; it sounds when told
+            begin = time.monotonic()
+            player.go()
+        else:
+            begin = time.monotonic()
+            player = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = begin + timeout
         heard = None
         while heard is None and time.monotonic() < deadline:
@@ -63,6 +72,41 @@ def first_sound(command, sink, timeout=10.0):
         parec.wait()
 
 
+class RunningEngine:
+    """harmonia-play with --control unix:, started and given the file before the clock starts."""
+
+    def __init__(self, binary, sink, file):
+        self.folder = tempfile.mkdtemp(prefix="first-sound-")
+        path = os.path.join(self.folder, "control")
+        self.process = subprocess.Popen([binary, "--quiet", "--no-mpris", "--device", sink, "--control", f"unix:{path}"],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while not os.path.exists(path):
+            if time.monotonic() > deadline or self.process.poll() is not None:
+                raise RuntimeError("the engine did not start")
+            time.sleep(0.01)
+        self.socket = socket.socket(socket.AF_UNIX)
+        self.socket.connect(path)
+        self.lines = self.socket.makefile("rb")
+        self.request(b'{"message_id": 1, "command": "queue/add", "args": {"uri": %s}}' % json.dumps(os.path.abspath(file)).encode())
+
+    def request(self, line):
+        self.socket.sendall(line + b"\n")
+        while b'"message_id"' not in self.lines.readline():
+            pass
+
+    def go(self):
+        self.socket.sendall(b'{"message_id": 2, "command": "play"}\n')
+
+    def kill(self):
+        self.process.kill()
+
+    def wait(self):
+        self.process.wait()
+        self.socket.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("harmonia_play")
@@ -73,6 +117,7 @@ def main():
     args = parser.parse_args()
     players = {
         "harmonia-play": [args.harmonia_play, "--quiet", "--device", args.sink, args.file],
+        "harmonia-play engine": lambda: RunningEngine(args.harmonia_play, args.sink, args.file),
         "paplay": ["paplay", "-d", args.sink, args.file],
     }
     if shutil.which("mpv"):
