@@ -138,11 +138,21 @@ public final class WebRemoteHub: Sendable {
         receive(Request(client: client, bytes: bytes))
     }
 
-    /// Sends `text` to every authenticated client (events).
+    /// Sends `text` to every authenticated client (events): encoded once,
+    /// and handed to each event loop in one task for all its clients (one
+    /// wake-up per event, not one per client). A task runs after the replies
+    /// handed over before it, so the order of replies and events holds.
     public func broadcast(_ text: String) {
-        let buffer = ByteBuffer(string: text)
+        let frame = WebSocketFrame(fin: true, opcode: .text, data: ByteBuffer(string: text))
+        var byLoop: [ObjectIdentifier: (any EventLoop, [any Channel])] = [:]
         for client in clients.withLockedValue({ Array($0.values) }) where client.isAuthenticated {
-            client.send(buffer)
+            let loop = client.channel.eventLoop
+            byLoop[ObjectIdentifier(loop), default: (loop, [])].1.append(client.channel)
+        }
+        for (loop, channels) in byLoop.values {
+            loop.execute {
+                for channel in channels { channel.writeAndFlush(frame, promise: nil) }
+            }
         }
     }
 
