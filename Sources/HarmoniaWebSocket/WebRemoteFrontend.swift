@@ -38,7 +38,7 @@ public final class WebRemoteFrontend: PlayerFrontend, @unchecked Sendable {
     }
 
     public func show(_ event: PlaybackEvent) {
-        server.hub.broadcast(EventJSON.line(event).serialized)
+        server.hub.broadcast(EventJSON.line(event, naming: dispatcher.naming).serialized)
     }
 
     /// Answers one request (main loop).

@@ -247,6 +247,7 @@ async def commands(server):
     check(added["index"] == 0, f"queue/add at an index: {added}")
     items = await c.result("queue/items")
     check([i["title"] for i in items["items"]] == ["Third Stone", "First Light", "Second Wind", "Fourth Wall"], f"queue/items {items}")
+    check([i["uri"] for i in items["items"]] == ["Beta/01.flac", "Alpha/01.flac", "Alpha/02.flac", "Beta/02.mp3"], f"queue/items uris {items}")
     await c.event("queue_changed")
     for hostile in ["../outside/secret.txt", "/etc/passwd", "file:///etc/passwd", "escape/secret.txt", "Alpha/../../outside"]:
         await c.error("queue/add", {"uri": hostile}, "notFound")

@@ -38,6 +38,9 @@ public final class ControlDispatcher {
         self.library = library
     }
 
+    /// How tracks are named to clients as `uri` (under `serve`); nil for the plain player.
+    public var naming: EventJSON.Naming? { library.map { library in { library.uri(of: $0) } } }
+
     /// The file a client's `uri` names: confined to the music directory under `serve`.
     private func resolve(_ uri: String) throws(CoreError) -> String {
         try library?.resolve(uri) ?? uri
@@ -125,7 +128,7 @@ public final class ControlDispatcher {
         case "status":
             return status()
         case "queue/items":
-            return .object([("index", index()), ("items", .array(service.queue.map(EventJSON.track)))])
+            return .object([("index", index()), ("items", .array(service.queue.map { EventJSON.track($0, naming: naming) }))])
         case "queue/add":
             let uri = try args.string("uri")
             guard !uri.isEmpty else { throw CoreError.invalidArgument(("queue/add: 'uri' is empty")) }
@@ -140,7 +143,7 @@ public final class ControlDispatcher {
                 at = service.queue.count
                 service.enqueue(tracks)
             }
-            var result: [(String, JSONValue)] = [("index", .int(Int64(at))), ("track", EventJSON.track(tracks[0]))]
+            var result: [(String, JSONValue)] = [("index", .int(Int64(at))), ("track", EventJSON.track(tracks[0], naming: naming))]
             if tracks.count > 1 { result.append(("count", .int(Int64(tracks.count)))) }
             return .object(result)
         case "queue/remove":
@@ -236,7 +239,7 @@ public final class ControlDispatcher {
             ("volume", EventJSON.percent(service.volume)),
             ("muted", .bool(actions.isMuted)),
             ("index", index()),
-            ("track", service.currentTrack.map(EventJSON.track) ?? .null),
+            ("track", service.currentTrack.map { EventJSON.track($0, naming: naming) } ?? .null),
             ("count", .int(Int64(service.queue.count))),
             ("repeat", .string(service.repeatMode.rawValue)),
             ("shuffle", .bool(service.shuffle)),

@@ -3,21 +3,25 @@
 import HarmoniaCore
 
 public enum EventJSON {
+    /// How a track's URL is named to clients as `uri` (under `serve`: relative
+    /// to the music folder); nil: tracks have no `uri` member.
+    public typealias Naming = (String) -> String
+
     /// `{"event": NAME, "data": {...}}`.
-    public static func line(_ event: PlaybackEvent) -> JSONValue {
-        .object([("event", .string(event.name)), ("data", data(event))])
+    public static func line(_ event: PlaybackEvent, naming: Naming? = nil) -> JSONValue {
+        .object([("event", .string(event.name)), ("data", data(event, naming: naming))])
     }
 
     /// The event's fields.
-    public static func data(_ event: PlaybackEvent) -> JSONValue {
+    public static func data(_ event: PlaybackEvent, naming: Naming? = nil) -> JSONValue {
         switch event {
         case .stateChanged(let state):
             return stateObject(state)
         case .trackStarted(let index, let track):
-            return .object([("index", .int(Int64(index))), ("track", self.track(track))])
+            return .object([("index", .int(Int64(index))), ("track", self.track(track, naming: naming))])
         case .trackEnded(let index, let track, let reason):
             return .object([("index", index.map { .int(Int64($0)) } ?? .null),
-                            ("track", self.track(track)), ("reason", .string(reason.rawValue))])
+                            ("track", self.track(track, naming: naming)), ("reason", .string(reason.rawValue))])
         case .position(let seconds, let duration):
             return .object([("position", number(seconds)), ("duration", number(duration))])
         case .seekCompleted(let seconds):
@@ -73,16 +77,22 @@ public enum EventJSON {
     }
 
     /// id, url, title, artist, album, duration (null when unknown).
-    public static func track(_ track: Track) -> JSONValue {
+    /// A track; with `naming`, also its `uri` (what `queue/add` and the
+    /// library call it).
+    public static func track(_ track: Track, naming: Naming? = nil) -> JSONValue {
         func optional(_ s: String?) -> JSONValue { s.map(JSONValue.string) ?? .null }
-        return .object([
+        var members: [(String, JSONValue)] = [
             ("id", .string(track.id.uuidString)),
             ("url", .string(track.url)),
+        ]
+        if let naming { members.append(("uri", .string(naming(track.url)))) }
+        members += [
             ("title", optional(track.title)),
             ("artist", optional(track.artist)),
             ("album", optional(track.album)),
             ("duration", track.duration.map(number) ?? .null),
-        ])
+        ]
+        return .object(members)
     }
 
     /// Seconds as a JSON number; not finite → null.

@@ -35,7 +35,7 @@ public final class ControlSession: PlayerFrontend, @unchecked Sendable {
 
     /// Writes `event` to every listener.
     public func show(_ event: PlaybackEvent) {
-        let text = EventJSON.line(event).serialized
+        let text = EventJSON.line(event, naming: dispatcher.naming).serialized
         if eventsOnStdout { Console.out(text) }
         server?.broadcast(text)
     }
