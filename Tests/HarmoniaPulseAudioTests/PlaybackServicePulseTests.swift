@@ -296,28 +296,29 @@ struct PlaybackServicePulseTests {
         try rig.service.play()
         try rig.waitUntilPosition(0.1)
         let buffer = rig.bufferFrames
-        var samples: [(wall: UInt64, position: Double, recorded: Int)] = []
+        var samples: [(wall: UInt64, position: Double)] = []
         for _ in 0..<40 {
-            let wall = rig.clock.now()
-            let position = rig.service.currentTime()
-            // The newest frame the sink has played (read after the position).
-            let recording = rig.recorder.recordedSoFar()
-            var newest = 0
-            var frame = recording.count / 2 - 1
-            while frame >= 0 {
-                if recording[frame * 2] != 0 { newest = Int(recording[frame * 2] / ScaledCounterDecoder.scale); break }
-                frame -= 1
-            }
-            samples.append((wall, position, newest))             // frames 0..<newest have sounded
+            let wall = rig.clock.now()                            // just before the read: what had sounded
+            samples.append((wall, rig.service.currentTime()))     // by then, the read cannot be behind
             rig.clock.sleep(nanoseconds: 20_000_000)              // sampling pace, not a wait for a condition
         }
-        _ = try rig.finish()
+        let frames = try rig.finish()
 
+        // What the sink had played at each instant, from the whole recording:
+        // the recording's frame it had reached (`recordingFrame(at:)`; what
+        // had arrived by then is no measure, frames arrive up to parec's
+        // fragment late), and the newest counter up to it: frames 0..<value
+        // had sounded. A lower bound on PipeWire, whose monitor delivers a
+        // graph cycle after the sink takes the audio; on PulseAudio's pipe
+        // sink, which writes a block as it takes it, ahead by a block at most.
+        #expect(breaks(frames).isEmpty, "the count goes on exactly: \(breaks(frames).prefix(5))")
         var worstAhead = Int.min, worstBehind = 0, worstJitter = 0.0
         for (i, sample) in samples.enumerated() {
             let heard = Int((sample.position * Double(rate)).rounded())
-            worstAhead = max(worstAhead, heard - sample.recorded)
-            worstBehind = max(worstBehind, sample.recorded - heard)
+            let frame = try #require(rig.recorder.recordingFrame(at: sample.wall))
+            let sounded = frames.last { $0.at <= frame }?.value ?? 0
+            worstAhead = max(worstAhead, heard - sounded)
+            worstBehind = max(worstBehind, sounded - heard)
             if i > 0 {
                 let previous = samples[i - 1]
                 #expect(sample.position >= previous.position, "monotonic: \(previous.position) then \(sample.position)")
@@ -325,9 +326,9 @@ struct PlaybackServicePulseTests {
                 worstJitter = max(worstJitter, abs((sample.position - previous.position) - wall))
             }
         }
-        print("[service position] 40 samples: at most \(worstAhead) frames ahead of the recorder, at most \(worstBehind) behind; "
+        print("[service position] 40 samples: at most \(worstAhead) frames ahead of what the sink had played, at most \(worstBehind) behind; "
             + "position step vs wall clock differs by at most \(Int((worstJitter * Double(rate)).rounded())) frames (granted buffer \(buffer) frames)")
-        #expect(worstAhead <= buffer, "never ahead of what the sink played by more than the device latency")
+        #expect(worstAhead <= 0, "never ahead of what the sink had played")
         #expect(worstBehind <= 2 * buffer + rate / 10, "not far behind either")
         #expect(worstJitter <= 0.03, "smooth: each step follows the wall clock")
         #expect(samples.last!.position - samples.first!.position > 0.5, "it moved")

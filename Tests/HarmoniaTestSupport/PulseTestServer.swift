@@ -48,13 +48,30 @@ public enum PulseTestServer {
 }
 
 /// A sink of its own that records exactly what it plays, sample for sample,
-/// as float32 — silence included while nothing plays. On PulseAudio a
-/// `module-pipe-sink` whose FIFO is read on a thread (a null sink's monitor
-/// there misses the audio the sink rewinds over when a stream starts or
-/// flushes). On PipeWire a null sink's monitor recorded by `parec` (a pipe
-/// sink on pipewire-pulse writes nothing while nothing plays, so pauses and
-/// gaps would vanish; PipeWire does not rewind).
+/// as float32 — silence included while nothing plays, so frame i of the
+/// recording is what the sink played i frames after the recording began. On
+/// PulseAudio a `module-pipe-sink` whose FIFO is read on a thread (a null
+/// sink's monitor there misses the audio the sink rewinds over when a stream
+/// starts or flushes). On PipeWire a null sink's monitor recorded by `parec`
+/// (a pipe sink on pipewire-pulse writes nothing while nothing plays, so
+/// pauses and gaps would vanish; PipeWire does not rewind), with a 100 ms
+/// fragment (`monitorLatencyMilliseconds`).
 public final class SinkRecorder: @unchecked Sendable {
+    /// parec's fragment on PipeWire. A recorder is a node of the sink's graph,
+    /// and the graph runs at the shortest latency any of its nodes asks for:
+    /// parec at 20 ms made the cycle 512 frames (pw-top), a quarter of what
+    /// the player's 500 ms stream runs at alone (2048, PipeWire's largest
+    /// quantum), so the tests watched a graph the player never has, four
+    /// times as exposed to a late cycle under load. At 100 ms (4800 frames)
+    /// the player's own latency sets the cycle. Nothing is lost by waiting:
+    /// pipewire-pulse keeps what parec has not read yet (up to 4 MB), and
+    /// parec recorders at 20 and 200 ms agreed frame for frame in 254 of 257
+    /// recordings under load (pw-record, which drops a cycle whenever its
+    /// non-real-time thread is late, lost some in most): specs/realtime.md
+    /// §PipeWire. The cost is delay: frames arrive up to a fragment after
+    /// they sound, which `recordingFrame(at:)` accounts for.
+    public static let monitorLatencyMilliseconds = 100
+
     public let sinkName: String
     public let channels: Int
     public let rate: Int
@@ -64,6 +81,9 @@ public final class SinkRecorder: @unchecked Sendable {
     private let recorded = LockedValue(Data())
     private let finished = ConditionLock()
     private let done = LockedValue(false)
+    /// Every read: when it returned (monotonic ns) and how many whole frames
+    /// the recording then held.
+    private let arrivals = LockedValue<[(at: UInt64, frames: Int)]>([])
 
     /// Loads the sink at `rate`/`channels` (float32le) and starts recording
     /// it; on PipeWire, returns once the first frames (silence) arrive.
@@ -79,7 +99,7 @@ public final class SinkRecorder: @unchecked Sendable {
             module = try PulseTestServer.pactl(["load-module", "module-null-sink", "sink_name=\(sinkName)"] + format)
             let parec = Process(), pipe = Pipe()
             parec.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            parec.arguments = ["parec", "--raw", "--latency-msec=20", "--device=\(sinkName).monitor", "--format=float32le",
+            parec.arguments = ["parec", "--raw", "--latency-msec=\(Self.monitorLatencyMilliseconds)", "--device=\(sinkName).monitor", "--format=float32le",
                                "--rate=\(rate)", "--channels=\(channels)"] + (channelMap.map { ["--channel-map=\($0)"] } ?? [])
             parec.environment = PulseTestServer.clientEnvironment
             parec.standardOutput = pipe
@@ -94,14 +114,21 @@ public final class SinkRecorder: @unchecked Sendable {
                                                 "use_system_clock_for_timing=yes"] + format)
             fd = open(path, O_RDONLY)
         }
-        let recorded = self.recorded, finished = self.finished, done = self.done
+        let recorded = self.recorded, finished = self.finished, done = self.done, arrivals = self.arrivals
+        let frameBytes = channels * 4
         Thread {
             if fd >= 0 {
+                let clock = MonotonicClockAdapter()
                 var buffer = [UInt8](repeating: 0, count: 65536)
                 while true {
                     let n = read(fd, &buffer, buffer.count)
                     if n <= 0 { break }
-                    recorded.withLock { $0.append(contentsOf: buffer[0..<n]) }
+                    let arrived = clock.now()
+                    let frames = recorded.withLock { data in
+                        data.append(contentsOf: buffer[0..<n])
+                        return data.count / frameBytes
+                    }
+                    arrivals.withLock { $0.append((arrived, frames)) }
                 }
                 close(fd)
             }
@@ -128,6 +155,29 @@ public final class SinkRecorder: @unchecked Sendable {
     /// Frames the sink has played so far (silence included), while it runs.
     public var framesRecorded: Int { recorded.withLock { $0.count } / (channels * 4) }
 
+    /// The recording's frame the sink had reached at `instant`
+    /// (`MonotonicClockAdapter` time), for instants the recording has since
+    /// covered. What had arrived by then is no measure (frames arrive up to
+    /// a fragment late, later still under load). But the sink takes frames
+    /// from the stream at its rate, a block (a graph cycle) at a time, and no
+    /// frame reaches the recorder before the sink has taken it: so a read
+    /// that returned at `a` ≥ `instant` holding frames 0..<n puts the sink at
+    /// frame n − 1 − (a − instant) × rate or later at `instant`, to within the
+    /// block it was taking. The best such bound is kept: later than the truth
+    /// by at most that block (PulseAudio's pipe sink writes a block as it
+    /// takes it; PipeWire's monitor delivers a cycle after, so there it errs
+    /// early), and earlier by no more than the smallest delay with which
+    /// frames reached the recorder after `instant`. Frames the recorder lost,
+    /// or time it did not record, make the answer earlier, never later. Nil
+    /// if no read returned after `instant`.
+    public func recordingFrame(at instant: UInt64) -> Int? {
+        arrivals.withLock { reads in
+            reads.lazy.filter { $0.at >= instant && $0.frames > 0 }
+                .map { $0.frames - 1 - Int((Double($0.at - instant) * Double(self.rate) / 1e9).rounded(.up)) }
+                .max()
+        }
+    }
+
     /// Everything the sink has played so far, as samples (whole frames), while it runs.
     public func recordedSoFar() -> [Float] {
         recorded.withLock { data in
@@ -137,11 +187,11 @@ public final class SinkRecorder: @unchecked Sendable {
     }
 
     /// Stops recording, unloads the sink and returns everything it played,
-    /// as samples. A monitor records 200 ms more first: it trails the sink
-    /// by up to a graph cycle, and parec by a fragment.
+    /// as samples. A monitor records a fragment and 200 ms more first: it
+    /// trails the sink by up to a graph cycle, and parec by a fragment.
     public func finish() throws -> [Float] {
         if let monitorRecorder {
-            try? waitForFrames(framesRecorded + rate / 5, seconds: 5)
+            try? waitForFrames(framesRecorded + rate * (Self.monitorLatencyMilliseconds + 200) / 1000, seconds: 5)
             // SIGKILL: a child of the test runner may inherit a mask that blocks SIGTERM.
             kill(monitorRecorder.processIdentifier, SIGKILL)
             monitorRecorder.waitUntilExit()
