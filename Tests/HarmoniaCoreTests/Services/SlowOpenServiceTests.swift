@@ -18,7 +18,9 @@ import Testing
 
     @Test("pause and stop are answered while jump's open is in flight; the stop supersedes the jump, whose session is closed")
     func stopDuringJump() throws {
-        let h = ServiceHarness(["a": .init(frames: 44_100), "net": .init(frames: 441_000, stallOpen: true)])
+        // "a" is longer than the decode-ahead distance (2 s), so the decode
+        // thread never opens "net" early: the stalled open is the jump's.
+        let h = ServiceHarness(["a": .init(frames: 441_000), "net": .init(frames: 441_000, stallOpen: true)])
         h.service.enqueue([Track(url: "a"), Track(url: "net")])
         try h.service.jump(to: 0)
         try h.service.play()
@@ -49,7 +51,9 @@ import Testing
 
     @Test("a pause made while jump opens is kept: the track opens paused")
     func pauseDuringJump() throws {
-        let h = ServiceHarness(["a": .init(frames: 44_100), "net": .init(frames: 441_000, stallOpen: true)])
+        // "a" is longer than the decode-ahead distance (2 s), so the decode
+        // thread never opens "net" early: the stalled open is the jump's.
+        let h = ServiceHarness(["a": .init(frames: 441_000), "net": .init(frames: 441_000, stallOpen: true)])
         h.service.enqueue([Track(url: "a"), Track(url: "net")])
         try h.service.jump(to: 0)
         try h.service.play()
