@@ -190,6 +190,10 @@ struct PulseAudioBehaviourTests {
     func volume() throws {
         let frames = rate * 2
         let (signal, recorder, output) = try playingCounterSignal(frames: frames)
+        // The position just before and just after the call: a test thread
+        // held up between the call and a read (seen: 0.38 s on 2 busy cores)
+        // must not move "before the call" past frames the call changed.
+        let heardBeforeCall = Int(output.framesPlayed)
         output.setVolume(0.5)
         let heardAtCall = Int(output.framesPlayed)
         output.drain()
@@ -202,9 +206,10 @@ struct PulseAudioBehaviourTests {
         // Find where the gain became exactly 0.5 for good.
         var settled = frames
         while settled > 0, atServerGain(played[(settled - 1) * 2], signal[(settled - 1) * 2], 0.5) { settled -= 1 }
-        print("[volume] gain 0.5 from frame \(settled); setVolume at heard frame \(heardAtCall) (latency \(latency) s)")
+        print("[volume] gain 0.5 from frame \(settled); setVolume at heard frame \(heardAtCall) (\(heardBeforeCall) before it; latency \(latency) s)")
         #expect(settled - heardAtCall <= Int(Double(rate) * quick), "audible within one buffer")
-        #expect(Array(played[0..<(heardAtCall * 2)]) == Array(signal[0..<(heardAtCall * 2)]), "unchanged before the call")
+        let changedBefore = zip(played.prefix(heardBeforeCall * 2), signal).filter { $0 != $1 }.count
+        #expect(changedBefore == 0, "unchanged before the call (samples changed, of \(heardBeforeCall * 2))")
         #expect(settled < frames / 2 + rate / 5)
     }
 
