@@ -66,6 +66,9 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
     /// The gain `setVolume` asked for, 0…1.
     var volume: Float = 1
     var contextWasReady = false
+    /// The server is pipewire-pulse ("PulseAudio (on PipeWire …)"), read once
+    /// the context is ready: WirePlumber's restore is told our volume first.
+    var serverIsPipeWire = false
     var serverLost = false
     /// Last stream position (absolute frames) seen played, and real frames heard then.
     var lastPosition: Int64 = 0
@@ -83,6 +86,11 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
     /// Frames between what the server reports played and what the sink
     /// plays, which the server leaves out (PipeWire's graph cycle; 0 on PulseAudio).
     var graphDelayFrames: Int64 = 0
+    /// The graph's actual cycle, learned from the read index (PipeWire):
+    /// the position leaves out that, not the `graphDelayFrames` bound.
+    var graphCycle = GraphCycleEstimator()
+    /// The read index between timing updates, on PipeWire (`ReadIndexLine`).
+    var readIndexLine = ReadIndexLine()
     /// Buffer attributes the server granted (bytes), for tests and logs.
     var grantedTargetLength: UInt32 = 0
 
@@ -308,6 +316,7 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
     func setPlaying(_ playing: Bool) {
         guard let rt, let stream else { return }
         rt.playing = playing
+        readIndexLine.reset()  // the index stops, or starts again, now
         wait(for: pa_stream_cork(stream, playing ? 0 : 1, operationDone, Unmanaged.passUnretained(self).toOpaque()))
         quickenTimingTimer()
     }
@@ -324,6 +333,8 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
         updatePosition()
         // The server answers in order: the timing it sends is the state right
         // after the flush, and one round trip covers both requests.
+        graphCycle.rebase()
+        readIndexLine.reset()
         let flushing = pa_stream_flush(stream, operationDone, Unmanaged.passUnretained(self).toOpaque())
         wait(for: pa_stream_update_timing_info(stream, operationDone, Unmanaged.passUnretained(self).toOpaque()))
         wait(for: flushing)
@@ -352,9 +363,15 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
     /// Reads the stream's play position and the real frames heard there.
     func updatePosition() {
         guard let stream, let rt, !serverLost else { return }
-        var microseconds: pa_usec_t = 0
-        guard pa_stream_get_time(stream, &microseconds) >= 0 else { return }
-        let position = rt.streamOrigin + Int64((Double(microseconds) * sampleRate / 1e6).rounded()) - graphDelayFrames
+        let played: Int64
+        if serverIsPipeWire, started, !paused, let frames = pipeWireReadIndexNow(stream) {
+            played = frames
+        } else {
+            var microseconds: pa_usec_t = 0
+            guard pa_stream_get_time(stream, &microseconds) >= 0 else { return }
+            played = Int64((Double(microseconds) * sampleRate / 1e6).rounded())
+        }
+        let position = rt.streamOrigin + played - heldByGraphFrames
         lastPosition = max(lastPosition, min(position, rt.streamFramesWritten))
         lastHeard = max(lastHeard, rt.realFrames(playedUpTo: lastPosition))
     }
@@ -375,5 +392,36 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
 
     func streamStateDidChange() { pa_threaded_mainloop_signal(mainloop, 0) }
     func operationDidFinish() { pa_threaded_mainloop_signal(mainloop, 0) }
-    func timingDidUpdate() { updatePosition() }
+    func timingDidUpdate() {
+        if let stream, let timing = pa_stream_get_timing_info(stream), timing.pointee.read_index_corrupt == 0 {
+            let index = timing.pointee.read_index / Int64(max(channels * 4, 1))
+            graphCycle.observe(readIndexFrames: index, atMost: graphDelayFrames)
+            if serverIsPipeWire {
+                let stamp = timing.pointee.timestamp
+                readIndexLine.observe(readIndexFrames: index, at: Int64(stamp.tv_sec) &* 1_000_000 &+ Int64(stamp.tv_usec),
+                                      rate: sampleRate)
+            }
+        }
+        updatePosition()
+    }
+
+    /// PipeWire: the read index now, carried from the best recent answer
+    /// (`ReadIndexLine`) instead of libpulse's smoother, less the latency the
+    /// server reports (its device's; 0 for a null sink). Nil before an answer.
+    func pipeWireReadIndexNow(_ stream: OpaquePointer) -> Int64? {
+        var now = timeval()
+        gettimeofday(&now, nil)  // the clock of the answers' timestamps
+        guard let frames = readIndexLine.frames(at: Int64(now.tv_sec) &* 1_000_000 &+ Int64(now.tv_usec), rate: sampleRate) else {
+            return nil
+        }
+        let sinkMicroseconds = pa_stream_get_timing_info(stream).map { min($0.pointee.sink_usec, 2_000_000) } ?? 0
+        return max(0, frames - Int64((Double(sinkMicroseconds) * sampleRate / 1e6).rounded()))
+    }
+
+    /// The frames the graph holds between pipewire-pulse's read index and
+    /// the sink: the cycle learned from the read index when known, else the
+    /// stream's own latency bound; 0 on PulseAudio. The drain waits out the
+    /// bound, which is never short; the position leaves out the cycle, so
+    /// it does not trail when another client shortens it.
+    var heldByGraphFrames: Int64 { graphCycle.cycle ?? graphDelayFrames }
 }

@@ -4,6 +4,7 @@
 // held. Each only records and signals (the adapter's methods), except the
 // write callback, the real-time path, which is `PulseRealTimeState.fill`.
 import CPulseAudio
+import Foundation
 import HarmoniaCore
 
 // C callbacks: userdata is the adapter (or the real-time state), unretained;
@@ -41,6 +42,12 @@ let sinkInputInfoReceived: pa_sink_input_info_cb_t = { _, info, _, userdata in
 
 let contextOperationDone: pa_context_success_cb_t = { _, _, userdata in
     Unmanaged<PulseAudioOutputAdapter>.fromOpaque(userdata!).takeUnretainedValue().operationDidFinish()
+}
+
+let serverInfoReceived: pa_server_info_cb_t = { _, info, userdata in
+    let adapter = Unmanaged<PulseAudioOutputAdapter>.fromOpaque(userdata!).takeUnretainedValue()
+    if let name = info?.pointee.server_name { adapter.serverIsPipeWire = strstr(name, "PipeWire") != nil }
+    adapter.operationDidFinish()
 }
 
 /// What a sink lookup found (written on the main loop thread, lock held).

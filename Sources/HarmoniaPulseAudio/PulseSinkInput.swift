@@ -21,6 +21,36 @@ extension PulseAudioOutputAdapter {
         if waiting { wait(for: operation) } else if let operation { pa_operation_unref(operation) }
     }
 
+    /// On PipeWire, before a stream connects: makes `levels` the volume
+    /// WirePlumber's restore-stream will set on it. WirePlumber sets the last
+    /// volume saved for the application (`Output/Audio:application.name:…`)
+    /// on every new stream node, asynchronously, after the stream connected
+    /// at its own volume; under load that landed after the first graph
+    /// cycles, which then played at the previous stream's gain (512 to 7,680
+    /// frames, specs/realtime.md §PipeWire). pipewire-pulse maps the
+    /// stream-restore extension's write onto WirePlumber's `route-settings`
+    /// metadata, which updates that saved entry; the write is acknowledged
+    /// after it is sent, on the same connection that later creates the
+    /// stream's node, so WirePlumber has the entry before it sees the node.
+    /// The entry is the one WirePlumber would save as soon as the stream
+    /// plays at `levels` anyway; the target sink saved with it is kept.
+    /// Not on PulseAudio: module-stream-restore there leaves a volume given
+    /// at connect alone, and a write would drop the saved sink. Waits at most
+    /// `serverAnswerDeadline`. Main loop lock held.
+    func presetRestoredVolume(_ levels: pa_cvolume, channelMap: pa_channel_map) {
+        guard serverIsPipeWire, let context else { return }
+        "sink-input-by-application-name:\(options.applicationName)".withCString { name in
+            var entry = pa_ext_stream_restore_info(name: name, channel_map: channelMap, volume: levels, device: nil, mute: 0)
+            wait(for: pa_ext_stream_restore_write(context, PA_UPDATE_REPLACE, &entry, 1, 0, contextOperationDone,
+                                                  Unmanaged.passUnretained(self).toOpaque()),
+                 until: pa_rtclock_now() + Self.serverAnswerDeadline)
+        }
+    }
+
+    /// How long a question the stream can do without (server info, the
+    /// restore entry) waits for the server's answer, µs.
+    static var serverAnswerDeadline: pa_usec_t { 1_000_000 }
+
     /// A sink input changed on the server (main loop thread): within the
     /// guard window after our stream opened, read its volume back.
     func serverObjectDidChange(_ event: pa_subscription_event_type_t, index: UInt32) {

@@ -34,6 +34,8 @@ extension PulseAudioOutputAdapter {
         }
         contextWasReady = true
         serverLost = false
+        wait(for: pa_context_get_server_info(context, serverInfoReceived, Unmanaged.passUnretained(self).toOpaque()),
+             until: pa_rtclock_now() + Self.serverAnswerDeadline)
         // Sink-input changes: a session manager restoring a saved volume
         // onto a new stream is seen, and answered (`sinkInputIs`).
         pa_context_set_subscribe_callback(context, contextEventReceived, Unmanaged.passUnretained(self).toOpaque())
@@ -102,8 +104,11 @@ extension PulseAudioOutputAdapter {
         // the write callback (measured: 7 allocations in a minute). The timing
         // timer on the main loop requests them instead, off the write path.
         let flags = pa_stream_flags_t(rawValue: PA_STREAM_ADJUST_LATENCY.rawValue | PA_STREAM_INTERPOLATE_TIMING.rawValue)
-        // The stream starts at the player's volume: its first frame plays at it.
+        // The stream starts at the player's volume: its first frame plays at
+        // it, and on PipeWire the session manager restores that same volume
+        // (`presetRestoredVolume`) rather than the last one saved.
         var levels = serverVolume()
+        presetRestoredVolume(levels, channelMap: map)
         if pa_stream_connect_playback(stream, options.device, &attributes, flags, &levels, nil) < 0 {
             let error = pa_context_errno(context)
             pa_stream_unref(stream)
@@ -138,6 +143,8 @@ extension PulseAudioOutputAdapter {
                                                  Unmanaged.passUnretained(self).toOpaque()))
         // A restore seen by then is answered before the first frame is written.
         if volumeRestoreSeen { applyServerVolume(waiting: true) }
+        graphCycle.reset()
+        readIndexLine.reset()
         startTimingTimer()
         let tile = pa_context_get_tile_size(context, &spec)
         if tile > 0 { rt.maxChunkFrames = max(1, tile / (channels * 4)) }
@@ -216,13 +223,19 @@ extension PulseAudioOutputAdapter {
         // callback may have emptied the ring without a word, and a server
         // may never finish a drain: `drain` gives up at its deadline).
         if rt?.draining == true { pa_threaded_mainloop_signal(mainloop, 0) }
-        timingInterval = starved ? Self.quickTiming : min(timingInterval * 2, Self.slowestTiming)
+        timingInterval = starved ? Self.quickTiming : min(timingInterval * 2, slowestTiming)
         pa_context_rttime_restart(context, timer, pa_rtclock_now() + timingInterval)
     }
 
     /// The timing timer's interval, µs: quick while starved or just changed, at most the slowest.
     static var quickTiming: pa_usec_t { 100_000 }
-    static var slowestTiming: pa_usec_t { 1_000_000 }
+    /// On PipeWire a quarter of that: pipewire-pulse's answers are each up to
+    /// a graph cycle behind, and the position is carried from the best of
+    /// the last eight (`ReadIndexLine`): 2 s of them, so that a cycle changed
+    /// by another client is followed soon, and an answer from just after a
+    /// cycle began is among them.
+    var slowestTiming: pa_usec_t { serverIsPipeWire ? Self.slowestTimingOnPipeWire : 1_000_000 }
+    static var slowestTimingOnPipeWire: pa_usec_t { 250_000 }
 
     func teardownContext() {
         guard let context else { return }

@@ -141,3 +141,134 @@ struct PulseGraphDelayTests {
         #expect(PulseAudioOutputAdapter.graphDelay(nodeLatency: "600/48000", sampleRate: 0) == 0)
     }
 }
+
+@Suite("PulseAudioOutputAdapter: PipeWire's graph cycle from the read index")
+struct GraphCycleEstimatorTests {
+    /// An estimator that saw the read index advance by `advances` (in frames).
+    func estimator(_ advances: [Int64], atMost limit: Int64 = 2048, into start: GraphCycleEstimator = GraphCycleEstimator(),
+                   from index: Int64 = 1_000_000) -> GraphCycleEstimator {
+        var estimator = start
+        var index = index
+        estimator.observe(readIndexFrames: index, atMost: limit)
+        for advance in advances {
+            index += advance
+            estimator.observe(readIndexFrames: index, atMost: limit)
+        }
+        return estimator
+    }
+
+    @Test("the largest power of two dividing the advances, from four of them, up to the stream's own latency")
+    func learnsTheCycle() {
+        #expect(estimator([39, 40, 39].map { $0 * 256 }).cycle == nil, "three advances are not enough")
+        #expect(estimator([39, 40, 39, 78].map { $0 * 256 }).cycle == 256)
+        #expect(estimator([23, 24, 24, 47].map { $0 * 2048 }).cycle == 2048)
+        #expect(estimator([46, 46, 46, 46].map { $0 * 1024 }).cycle == 2048, "all even: the bound holds a double cycle")
+        #expect(estimator([39, 40, 39, 41].map { $0 * 256 }, atMost: 0).cycle == nil, "PulseAudio: no bound, no cycle")
+        #expect(estimator([39, 40, 39, 41].map { $0 * 256 }, atMost: 20).cycle == nil)
+    }
+
+    @Test("one advance of a full window that is no whole cycle is outvoted; a resampled stream's advances give nothing")
+    func votes() {
+        #expect(estimator([47, 46, 47, 47, 48, 47, 46, 47].map { $0 * 256 }).cycle == 256)
+        #expect(estimator([47, 46, 47, 47, 48, 47, 46].map { $0 * 256 } + [12_001]).cycle == 256, "one in a full window")
+        #expect(estimator([47, 46, 47].map { $0 * 256 } + [12_001]).cycle == nil, "but not one of four")
+        // A 44.1 kHz stream resampled into a 48 kHz graph: not whole cycles.
+        #expect(estimator([44_117, 43_899, 44_203, 44_011, 44_160, 44_100, 43_957, 44_093]).cycle == nil)
+    }
+
+    @Test("a cycle is kept until the advances agree on another: shorter when a client joins, longer when it leaves")
+    func followsChanges() {
+        let long = estimator([23, 24, 24, 23].map { $0 * 2048 })
+        #expect(long.cycle == 2048)
+        let disagreeing = estimator([12_001, 7_777, 5], into: long)
+        #expect(disagreeing.cycle == 2048, "kept through advances that agree on nothing")
+        let short = estimator([93, 94, 94, 93, 95, 94, 93, 94].map { $0 * 256 }, into: long)
+        #expect(short.cycle == 256)
+        let longAgain = estimator([23, 24, 23, 24, 23, 24, 23, 24].map { $0 * 2048 }, into: short)
+        #expect(longAgain.cycle == 2048)
+        #expect(estimator([], atMost: 1024, into: long).cycle == nil, "a learned cycle above a new bound is not used")
+    }
+
+    @Test("hostile indexes: a step back, a huge jump, Int64's extremes — no trap, start again")
+    func hostileIndexes() {
+        var e = GraphCycleEstimator()
+        for index: Int64 in [0, .max, .min, -5, 1 << 50, .max - 1, 0, 2048] { e.observe(readIndexFrames: index, atMost: 2048) }
+        #expect(e.cycle == nil)
+        var f = estimator([39, 40, 39, 78].map { $0 * 256 })
+        f.rebase()
+        f.observe(readIndexFrames: 12_345, atMost: 2048)  // a flush moved the index: a new start, the cycle kept
+        #expect(f.cycle == 256)
+        f.reset()
+        #expect(f.cycle == nil)
+    }
+}
+
+@Suite("PulseAudioOutputAdapter: PipeWire's position between timing updates")
+struct ReadIndexLineTests {
+    let rate = 48_000.0
+
+    /// Answers at `times` (µs) from a stream whose index steps a `cycle` at a
+    /// time from t = 0: each answer holds the index of the cycle it came in.
+    func line(cycle: Int64, times: [Int64]) -> ReadIndexLine {
+        var line = ReadIndexLine()
+        let period = Double(cycle) / rate * 1e6
+        for time in times {
+            line.observe(readIndexFrames: Int64((Double(time) / period).rounded(.down)) * cycle, at: time, rate: rate)
+        }
+        return line
+    }
+
+    @Test("carried from the answer that came earliest in its cycle: within a few frames of the stepping index's true line")
+    func upperEnvelope() throws {
+        // Answers every 250 ms, at scattered points of 2048-frame cycles (42.67 ms).
+        let scatter: [Int64] = [31_000, 12_500, 40_000, 3_200, 22_000, 17_000, 38_000, 9_000]
+        let times = scatter.enumerated().map { Int64($0.offset + 1) * 250_000 + $0.element }
+        let l = line(cycle: 2048, times: times)
+        let now = times.last! + 100_000
+        let truth = Double(now) * rate / 1e6
+        let frames = try #require(l.frames(at: now, rate: rate))
+        #expect(Double(frames) <= truth + 1, "never ahead of the index's line")
+        #expect(truth - Double(frames) < 2048, "behind it by less than a cycle")
+        // The earliest answer in its cycle decides.
+        let phases = times.map { Double($0).truncatingRemainder(dividingBy: 2048 / rate * 1e6) }
+        let bestLag = phases.min()! * rate / 1e6
+        #expect(abs((truth - Double(frames)) - bestLag) <= 2, "behind by the best answer's lag (\(bestLag) frames), not the newest's")
+    }
+
+    @Test("never before the newest answer's index, carried at most a second, nil before any answer")
+    func bounds() throws {
+        #expect(ReadIndexLine().frames(at: 1_000_000, rate: rate) == nil)
+        var l = ReadIndexLine()
+        l.observe(readIndexFrames: 48_000, at: 1_000_000, rate: rate)
+        #expect(l.frames(at: 1_000_000, rate: rate) == 48_000)
+        #expect(l.frames(at: 1_500_000, rate: rate) == 72_000)
+        #expect(l.frames(at: 9_000_000, rate: rate) == 96_000, "an answer that stopped coming: a second at most")
+        #expect(l.frames(at: 0, rate: rate) == 48_000, "a clock that went back: the newest index")
+    }
+
+    @Test("an index that stands still for 100 ms (a pause, an underrun) or goes back starts the line again")
+    func restarts() throws {
+        var l = ReadIndexLine()
+        l.observe(readIndexFrames: 48_000, at: 1_000_000, rate: rate)
+        l.observe(readIndexFrames: 48_000, at: 1_200_000, rate: rate)  // stood still 200 ms
+        #expect(l.frames(at: 1_200_000, rate: rate) == 48_000, "not carried past where it stopped")
+        l.observe(readIndexFrames: 40_000, at: 1_300_000, rate: rate)  // back (a new stream)
+        #expect(l.frames(at: 1_300_000, rate: rate) == 40_000)
+        l.observe(readIndexFrames: 40_000, at: 1_310_000, rate: rate)  // the same cycle: nothing new
+        #expect(l.frames(at: 1_310_000, rate: rate) == 40_480)
+    }
+
+    @Test("hostile answers: negative, huge, a zero or NaN rate — no trap")
+    func hostile() {
+        var l = ReadIndexLine()
+        for (index, time) in [(Int64.max, Int64.max), (-1, 5), (5, -1), (Int64.max, 0), (0, Int64.max)] {
+            l.observe(readIndexFrames: index, at: time, rate: rate)
+            _ = l.frames(at: Int64.max, rate: rate)
+            _ = l.frames(at: 0, rate: rate)
+        }
+        l.observe(readIndexFrames: 1, at: 1, rate: .nan)
+        l.observe(readIndexFrames: 1, at: 1, rate: 0)
+        #expect(l.frames(at: 1, rate: .nan) == nil)
+        #expect(l.frames(at: 1, rate: 0) == nil)
+    }
+}
