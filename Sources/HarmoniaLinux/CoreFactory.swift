@@ -86,12 +86,12 @@ public struct CoreFactory: Sendable {
         self.configuration = configuration
     }
 
-    /// The output port for `output`. A PulseAudio ring holds at least the
-    /// configured decode-ahead at 96 kHz.
+    /// The output port for `output`. A PulseAudio ring holds the configured
+    /// decode-ahead at the stream's own rate; the others at 96 kHz.
     public func makeOutput() -> any AudioOutputPort {
         switch output {
         case .pulseAudio(var options):
-            options.ringFrames = max(options.ringFrames, Int(configuration.decodeAhead * 96_000))
+            options.aheadSeconds = max(options.aheadSeconds, configuration.decodeAhead)
             options.clock = clock
             return PulseAudioOutputAdapter(options: options)
         case .null:

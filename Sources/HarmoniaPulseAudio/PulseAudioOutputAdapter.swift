@@ -31,8 +31,14 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
         public var device: String?
         /// Server address; nil for $PULSE_SERVER or the default socket.
         public var server: String?
-        /// Frames the ring holds (the decode-ahead); at least the latency.
+        /// Frames the ring holds at least, whatever the rate.
         public var ringFrames: Int
+        /// Seconds of audio, at the stream's own rate, the ring holds beyond
+        /// the latency (the decode-ahead); 0 by default. The ring is the
+        /// larger of this and `ringFrames`, so it is not sized for the
+        /// highest rate a file might have (a 2 s decode-ahead sized at
+        /// 96 kHz held 5.9 s at 44.1 kHz: 1 MiB of a stereo stream wasted).
+        public var aheadSeconds: Double = 0
         public var applicationName: String
         /// Paces reconnection attempts.
         public var clock: any ClockPort
@@ -136,7 +142,10 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
             self.sampleRate = sampleRate
             self.channels = channels
             let latencyFrames = Int(sampleRate * Self.clampedLatency(options.latency))
-            let ring = SPSCRingBuffer(minimumCapacity: max(options.ringFrames, latencyFrames * 2), channels: channels)
+            let ahead = options.aheadSeconds.isFinite ? min(max(options.aheadSeconds, 0), 60) : 0
+            let ring = SPSCRingBuffer(minimumCapacity: max(options.ringFrames, latencyFrames * 2,
+                                                           Int(sampleRate * ahead) + latencyFrames),
+                                      channels: channels)
             // Replay after a lost server reaches back half the history: at
             // least the buffer (what the server held, unheard) and 4096 frames.
             let state = PulseRealTimeState(ring: ring, sampleRate: sampleRate, historyFrames: latencyFrames * 2 + 8192)
@@ -286,6 +295,11 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
 
     public var underrunCount: Int {
         withMainloopLock { rt?.underruns.load(ordering: .relaxed) ?? 0 }
+    }
+
+    /// Frames the current ring holds, or nil before `configure`. For tests.
+    package var ringCapacityFrames: Int? {
+        withMainloopLock { rt?.ring.capacity }
     }
 
     /// The timing timer's current interval in seconds (0.1 while the stream

@@ -121,6 +121,23 @@ struct PulseAudioOutputAdapterTests {
         #expect(output.underrunCount == 0)
     }
 
+    @Test("the ring holds the decode-ahead at the stream's own rate, the buffer besides; never less than ringFrames")
+    func ringSizedForTheRate() throws {
+        var options = PulseAudioOutputAdapter.Options(latency: 0.5, server: PulseTestServer.address)
+        options.aheadSeconds = 2
+        let output = PulseAudioOutputAdapter(options: options)
+        defer { output.stop() }
+        for (rate, frames) in [(44_100.0, 131_072), (48_000, 131_072), (96_000, 262_144), (192_000, 524_288)] {
+            try output.configure(sampleRate: rate, channels: 2)
+            #expect(output.ringCapacityFrames == frames, "\(rate) Hz: 2 s ahead and the 0.5 s buffer")
+        }
+        options.aheadSeconds = .infinity  // an outside number: ignored, the floor stays
+        let floor = PulseAudioOutputAdapter(options: options)
+        defer { floor.stop() }
+        try floor.configure(sampleRate: 44_100, channels: 2)
+        #expect(floor.ringCapacityFrames == 131_072)
+    }
+
     @Test("5.1 at 48 kHz: every channel where it belongs, bit-exact")
     func surroundBitExact() throws {
         try playsBitExact("flac_s16_51_48k.flac", channelMap: "front-left,front-right,front-center,lfe,rear-left,rear-right")
