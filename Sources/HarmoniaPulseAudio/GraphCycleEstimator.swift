@@ -1,5 +1,5 @@
 // PulseAudioOutputAdapter: the PipeWire graph's cycle, learned from the
-// read index — specs/realtime.md §PipeWire
+// read index — specs/realtime.md §PipeWire (through pipewire-pulse)
 //
 // pipewire-pulse takes a stream's audio a whole graph cycle (quantum) at a
 // time and reports neither the cycle nor the delay it holds. The cycle is the

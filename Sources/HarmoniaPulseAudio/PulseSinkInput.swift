@@ -27,7 +27,7 @@ extension PulseAudioOutputAdapter {
     /// on every new stream node, asynchronously, after the stream connected
     /// at its own volume; under load that landed after the first graph
     /// cycles, which then played at the previous stream's gain (512 to 7,680
-    /// frames, specs/realtime.md §PipeWire). pipewire-pulse maps the
+    /// frames; specs/realtime.md §PipeWire (through pipewire-pulse)). pipewire-pulse maps the
     /// stream-restore extension's write onto WirePlumber's `route-settings`
     /// metadata, which updates that saved entry; the write is acknowledged
     /// after it is sent, on the same connection that later creates the

@@ -1,5 +1,5 @@
 // PulseAudioOutputAdapter: the position between timing updates on PipeWire
-// — specs/realtime.md §PipeWire
+// — specs/realtime.md §PipeWire (through pipewire-pulse)
 //
 // pipewire-pulse answers a timing request with the read index as it stands
 // and the time it answered, no sink latency. The index moves a whole graph

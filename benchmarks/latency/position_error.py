@@ -221,7 +221,8 @@ def measure(make_player, sink, seconds, tap_latency, runtime):
     errors = [(heard - (t - t0) * RATE) / RATE * 1000 for (t, heard) in samples]
     return {"samples": len(errors), "median_ms": round(statistics.median(errors), 1),
             "min_ms": round(min(errors), 1), "max_ms": round(max(errors), 1), "graph_cycle_ms": cycle.get("ms"),
-            "every_second_ms": [round(e, 1) for e in errors[::max(1, len(errors) * 1000 // int((seconds - 1.5) * 1000) // 4)]]}
+            # About four errors a second, in order: how the error moves within the run.
+            "trace_ms": [round(e, 1) for e in errors[::max(1, int(len(errors) / max(seconds - 1.5, 1) / 4))]]}
 
 
 def main():
