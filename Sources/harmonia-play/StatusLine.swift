@@ -258,6 +258,11 @@ final class TerminalSession: PlayerFrontend, Console.LinePrinter, @unchecked Sen
         let duration = service.duration()
         let index = service.currentIndex
         let count = service.queue.count  // the queue may be edited while playing
+        // Between the queue's end and the stopped state the service has no
+        // current track but still reads playing: drawing that moment would
+        // replace the last track's line (kept, marked stopped) with an empty
+        // one (seen once under load). The stopped state follows at once.
+        if index == nil, state == .playing || state == .paused || state == .buffering { return }
         var status = StatusLine(
             title: notice ?? current.map { actions.streamTitle(for: $0.url) ?? $0.title ?? ConsoleLines.fileName($0.url) } ?? "",
             artist: notice == nil ? current?.artist : nil,
