@@ -244,8 +244,13 @@ struct PulseAudioBehaviourTests {
         while settled > 0, atServerGain(played[(settled - 1) * 2], signal[(settled - 1) * 2], 0.5) { settled -= 1 }
         print("[volume] gain 0.5 from frame \(settled); setVolume at heard frame \(heardAtCall) (\(heardBeforeCall) before it; latency \(latency) s)")
         #expect(settled - heardAtCall <= Int(Double(rate) * quick), "audible within one buffer")
-        let changedBefore = zip(played.prefix(heardBeforeCall * 2), signal).filter { $0 != $1 }.count
-        #expect(changedBefore == 0, "unchanged before the call (samples changed, of \(heardBeforeCall * 2))")
+        // Unchanged before the call, but for the last 10 ms the position read
+        // then may run ahead by (its accuracy, specs/realtime.md; a run under
+        // ThreadSanitizer on PulseAudio, whose volume change rewinds into what
+        // the sink rendered, saw 59 frames).
+        let unchanged = max(0, heardBeforeCall - rate / 100)
+        let changedBefore = zip(played.prefix(unchanged * 2), signal).filter { $0 != $1 }.count
+        #expect(changedBefore == 0, "unchanged before the call (samples changed, of \(unchanged * 2))")
         #expect(settled < frames / 2 + rate / 5)
     }
 
