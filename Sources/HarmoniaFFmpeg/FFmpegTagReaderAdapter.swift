@@ -34,7 +34,9 @@ public struct FFmpegTagReaderAdapter: TagReaderPort {
     package func readWithStreamInfo(bytes: [UInt8], name: String) throws(CoreError) -> (tags: TagBundle, stream: StreamInfo) {
         let session = try FFmpegDecodeSession(url: name, logger: NoopLoggerAdapter(), memory: FFmpegMemorySource(bytes: bytes))
         defer { session.close() }
-        return (Self.tags(of: session), session.info)
+        var tags = Self.tags(of: session, lists: false)
+        NativeTagLists.read(from: TagMemorySource(data: bytes))?.apply(to: &tags)
+        return (tags, session.info)
     }
 
     /// TagBundle fields from metadata entries (key, value) in file order, as
@@ -45,11 +47,17 @@ public struct FFmpegTagReaderAdapter: TagReaderPort {
 
     /// The tags of an open session: what `read(url:)` returns, without
     /// opening anything (`FFmpegDecoderAdapter.tags(_:)` serves them too).
-    static func tags(of session: FFmpegDecodeSession) -> TagBundle {
+    /// For a local file, the list fields (artists, genres, …) come from the
+    /// file's own tag blocks (`NativeTagLists`) when it has them: FFmpeg's
+    /// dictionary joins or cuts lists. `lists: false` leaves them to the caller.
+    static func tags(of session: FFmpegDecodeSession, lists: Bool = true) -> TagBundle {
         let input = session.input
         let info = session.info
         let url = input.url
         var tags = Self.tags(from: MetadataLookup(input.metadataEntries()))
+        if lists, url.hasPrefix("file://") || !url.contains("://") {
+            NativeTagLists.read(path: FFmpegInput.ffmpegLocation(of: url))?.apply(to: &tags)
+        }
 
         tags.artworkData = Self.attachedPicture(input)
         tags.duration = info.duration.isFinite ? info.duration : nil

@@ -6,12 +6,19 @@
 /// Pure functions; any thread.
 public enum LibraryAggregation {
     /// The distinct (groups…, value) rows of `songs`, sorted by bytes, groups
-    /// first: `LibraryStorePort.tagValues`.
+    /// first: `LibraryStorePort.tagValues`. A song with several values of a
+    /// tag gives a row for each (every combination, with groups), as MPD.
     public static func tagValues(_ tag: LibraryTag, groupedBy groups: [LibraryTag],
                                  in songs: [LibrarySong]) -> [LibraryTagRow] {
         var rows = Set<LibraryTagRow>()
         for song in songs {
-            rows.insert(LibraryTagRow(groups: groups.map { song.value(of: $0) ?? "" }, value: song.value(of: tag) ?? ""))
+            var combinations: [[String]] = [[]]
+            for group in groups {
+                combinations = combinations.flatMap { prefix in song.values(of: group).map { prefix + [$0] } }
+            }
+            for groupValues in combinations {
+                for value in song.values(of: tag) { rows.insert(LibraryTagRow(groups: groupValues, value: value)) }
+            }
         }
         return rows.sorted { a, b in
             for (x, y) in zip(a.groups + [a.value], b.groups + [b.value]) where !x.utf8.elementsEqual(y.utf8) {
@@ -26,21 +33,25 @@ public enum LibraryAggregation {
         LibraryCount(songs: songs.count, playtime: songs.reduce(0) { $0 + playtime($1) })
     }
 
-    /// `count` per value of `tag` ("" for songs lacking it), sorted by bytes.
+    /// `count` per value of `tag` ("" for songs lacking it), sorted by bytes;
+    /// a song counts once under each of its values.
     public static func count(_ songs: [LibrarySong], groupedBy tag: LibraryTag) -> [LibraryGroupCount] {
         var groups: [String: LibraryCount] = [:]
         for song in songs {
-            groups[song.value(of: tag) ?? "", default: LibraryCount()].songs += 1
-            groups[song.value(of: tag) ?? "", default: LibraryCount()].playtime += playtime(song)
+            for value in song.values(of: tag) {
+                groups[value, default: LibraryCount()].songs += 1
+                groups[value, default: LibraryCount()].playtime += playtime(song)
+            }
         }
         return groups.map { LibraryGroupCount(value: $0.key, count: $0.value) }
             .sorted { LibraryText.byteLess($0.value, $1.value) }
     }
 
-    /// Distinct non-empty Artist and Album values (no fallback), songs, playtime.
+    /// Distinct non-empty Artist and Album values (every value, no
+    /// fallback), songs, playtime.
     public static func stats(_ songs: [LibrarySong], lastUpdate: Int64?) -> LibraryStats {
-        let artists = Set(songs.compactMap { $0.tags[.artist] }.filter { !$0.isEmpty }.map { Array($0.utf8) })
-        let albums = Set(songs.compactMap { $0.tags[.album] }.filter { !$0.isEmpty }.map { Array($0.utf8) })
+        let artists = Set(songs.flatMap { $0.tags[.artist] ?? [] }.filter { !$0.isEmpty }.map { Array($0.utf8) })
+        let albums = Set(songs.flatMap { $0.tags[.album] ?? [] }.filter { !$0.isEmpty }.map { Array($0.utf8) })
         return LibraryStats(artists: artists.count, albums: albums.count, songs: songs.count,
                             playtime: count(songs).playtime, lastUpdate: lastUpdate)
     }
@@ -95,9 +106,9 @@ public enum LibraryAggregation {
 
         init(_ song: LibrarySong) {
             directory = NaturalPathKey(song.directory)
-            album = song.tags[.album].map(NaturalKey.init)
-            disc = Self.number(song.tags[.disc])
-            track = Self.number(song.tags[.track])
+            album = song.first(.album).map(NaturalKey.init)
+            disc = Self.number(song.first(.disc))
+            track = Self.number(song.first(.track))
             name = NaturalKey(LibraryPath.name(song.path))
         }
 

@@ -28,17 +28,26 @@ extension LibrarySong {
     /// them (Track and Disc bare, Date the year), the exact duration, and the
     /// `Format` "RATE:BITS:CHANNELS".
     public init(path: String, modified: Int64, size: Int64, tags: TagBundle, stream: StreamInfo) {
-        var values: [LibraryTag: String] = [:]
-        func put(_ tag: LibraryTag, _ value: String?) {
-            if let value = value.map(Self.cleanTagText), !value.isEmpty { values[tag] = value }
+        var values: [LibraryTag: [String]] = [:]
+        func put(_ tag: LibraryTag, _ list: [String]) {
+            let cleaned = list.map(Self.cleanTagText).filter { !$0.isEmpty }
+            if !cleaned.isEmpty { values[tag] = cleaned }
         }
-        put(.artist, tags.artist)
-        put(.albumArtist, tags.albumArtist)
+        func put(_ tag: LibraryTag, _ value: String?) { put(tag, value.map { [$0] } ?? []) }
+        put(.artist, tags.artists)
+        put(.albumArtist, tags.albumArtists)
         put(.album, tags.album)
         put(.title, tags.title)
-        put(.genre, tags.genre)
-        put(.composer, tags.composer)
+        put(.genre, tags.genres)
+        put(.composer, tags.composers)
+        put(.performer, tags.performers)
         put(.comment, tags.comment)
+        put(.musicBrainzArtistID, tags.musicBrainz.artistIDs)
+        put(.musicBrainzAlbumID, tags.musicBrainz.albumIDs)
+        put(.musicBrainzAlbumArtistID, tags.musicBrainz.albumArtistIDs)
+        put(.musicBrainzTrackID, tags.musicBrainz.trackIDs)
+        put(.musicBrainzReleaseTrackID, tags.musicBrainz.releaseTrackIDs)
+        put(.musicBrainzWorkID, tags.musicBrainz.workIDs)
         put(.track, tags.trackNumber.map(String.init))
         put(.disc, tags.discNumber.map(String.init))
         put(.date, tags.year.map(String.init))

@@ -72,8 +72,8 @@ public struct LibraryFilterMatcher: Sendable {
 
         func matches(_ song: LibrarySong) -> Bool {
             switch self {
-            case .tag(let tag, let test): test.matches(optional: song.value(of: tag))
-            case .anyTag(let test): song.tags.values.contains { test.matchesIgnoringNegation($0) } != test.negated
+            case .tag(let tag, let test): test.matches(song, tag)
+            case .anyTag(let test): song.tags.values.contains { $0.contains(where: test.matchesIgnoringNegation) } != test.negated
             case .file(let test): test.matches(song.path)
             case .base(let directory): LibraryPath.isInside(song.path, directory)
             case .modifiedSince(let time): song.modified >= time
@@ -99,6 +99,17 @@ private struct TextTest: Sendable {
         foldCase = match.foldCase
         needle = match.foldCase ? LibraryText.fold(match.value) : match.value
         regex = match.operation == .regex ? try CompiledRegex(match.value, foldCase: match.foldCase) : nil
+    }
+
+    /// MPD's tag test: true when any of the song's values of `tag` passes;
+    /// a song without the tag passes only an empty needle, except that
+    /// AlbumArtist then falls back to the Artist values. Negation applies to
+    /// the whole (`!=` holds when no value equals).
+    func matches(_ song: LibrarySong, _ tag: LibraryTag) -> Bool {
+        if let values = song.tags[tag] { return values.contains(where: matchesIgnoringNegation) != negated }
+        if needle.isEmpty { return !negated }
+        if tag == .albumArtist, let artists = song.tags[.artist] { return artists.contains(where: matchesIgnoringNegation) != negated }
+        return negated
     }
 
     /// A value that may be absent (MPD: an absent tag equals only "").
@@ -163,10 +174,12 @@ public enum LibraryText {
 }
 
 extension LibrarySong {
-    /// The tag's value as MPD's filters and `list` see it: AlbumArtist falls
-    /// back to Artist when the song has none. Nil when absent.
-    public func value(of tag: LibraryTag) -> String? {
-        if let value = tags[tag] { return value }
-        return tag == .albumArtist ? tags[.artist] : nil
+    /// The tag's values as MPD's `list` and `count … group` see them
+    /// (VisitTagWithFallbackOrEmpty): AlbumArtist falls back to Artist when
+    /// the song has none; a song with neither has the one value "".
+    public func values(of tag: LibraryTag) -> [String] {
+        if let values = tags[tag], !values.isEmpty { return values }
+        if tag == .albumArtist, let artists = tags[.artist], !artists.isEmpty { return artists }
+        return [""]
     }
 }

@@ -2,12 +2,17 @@
 import Foundation
 
 /// A tag the library indexes, with MPD's name for it (`name`), which is also
-/// how the MPD protocol and the filter expressions spell it.
+/// how the MPD protocol and the filter expressions spell it. A song may hold
+/// several values of any of them (`LibrarySong.tags`).
 public enum LibraryTag: String, CaseIterable, Sendable, Codable, Hashable {
     case artist, albumArtist, album, title, track, genre, date, composer, disc, comment
+    case performer
+    case musicBrainzArtistID, musicBrainzAlbumID, musicBrainzAlbumArtistID, musicBrainzTrackID
+    case musicBrainzReleaseTrackID, musicBrainzWorkID
 
     /// MPD's spelling: "Artist", "AlbumArtist", "Album", "Title", "Track",
-    /// "Genre", "Date", "Composer", "Disc", "Comment".
+    /// "Genre", "Date", "Composer", "Disc", "Comment", "Performer",
+    /// "MUSICBRAINZ_ARTISTID", …
     public var name: String {
         switch self {
         case .artist: "Artist"
@@ -20,6 +25,13 @@ public enum LibraryTag: String, CaseIterable, Sendable, Codable, Hashable {
         case .composer: "Composer"
         case .disc: "Disc"
         case .comment: "Comment"
+        case .performer: "Performer"
+        case .musicBrainzArtistID: "MUSICBRAINZ_ARTISTID"
+        case .musicBrainzAlbumID: "MUSICBRAINZ_ALBUMID"
+        case .musicBrainzAlbumArtistID: "MUSICBRAINZ_ALBUMARTISTID"
+        case .musicBrainzTrackID: "MUSICBRAINZ_TRACKID"
+        case .musicBrainzReleaseTrackID: "MUSICBRAINZ_RELEASETRACKID"
+        case .musicBrainzWorkID: "MUSICBRAINZ_WORKID"
         }
     }
 
@@ -38,16 +50,17 @@ public struct LibrarySong: Sendable, Equatable, Hashable, Codable {
     public var modified: Int64
     /// The file's size in bytes (a change of size or mtime means a rescan).
     public var size: Int64
-    /// Tag values, by tag; a tag the file lacks is absent. Track and Disc are
-    /// bare numbers as MPD writes them ("3", not "3/12").
-    public var tags: [LibraryTag: String]
+    /// Tag values, by tag, each list in file order (a song by two artists
+    /// has two Artist values); a tag the file lacks is absent, never an
+    /// empty list. Track and Disc are bare numbers as MPD writes them ("3", not "3/12").
+    public var tags: [LibraryTag: [String]]
     /// Exact length in seconds, when known.
     public var duration: Double?
     /// MPD's `Format`: "SAMPLERATE:BITS:CHANNELS" ("44100:16:2"; bits "f" for
     /// float, "*" when unknown), when known.
     public var format: String?
 
-    public init(path: String, modified: Int64, size: Int64, tags: [LibraryTag: String] = [:],
+    public init(path: String, modified: Int64, size: Int64, tags: [LibraryTag: [String]] = [:],
                 duration: Double? = nil, format: String? = nil) {
         self.path = path
         self.modified = modified
@@ -55,6 +68,11 @@ public struct LibrarySong: Sendable, Equatable, Hashable, Codable {
         self.tags = tags
         self.duration = duration
         self.format = format
+    }
+
+    /// The first value of `tag`; nil when the song lacks it.
+    public func first(_ tag: LibraryTag) -> String? {
+        tags[tag]?.first
     }
 
     /// The folder holding the song, relative ("" for the top).

@@ -97,17 +97,14 @@ public struct MPDResponseWriter: Sendable {
     /// seconds, half up) and `duration:` (3 decimals) when known, then `Pos:`
     /// and `Id:` for a queue entry (and `Prio:` when not 0).
     ///
+    /// A tag with several values gets a line per value, in file order.
     /// Differs from MPD in one way: MPD prints tags in the order the file
     /// has them; we print them in MPD's tag-type order.
     public mutating func appendSong(_ song: LibrarySong, position: Int? = nil, id: Int? = nil, priority: Int = 0) {
         append("file", song.path)
         append("Last-Modified", Self.iso8601(song.modified))
         if let format = song.format, !format.isEmpty { append("Format", format) }
-        for tag in MPDTagType.allCases where tagMask.contains(tag) {
-            if let libraryTag = tag.libraryTag, let value = song.tags[libraryTag] {
-                append(tag.name, value)
-            }
-        }
+        appendTags(of: song)
         if let duration = song.duration, duration >= 0, duration.isFinite {
             let (whole, exact) = Self.durationFields(duration)
             append("Time", whole)
@@ -117,6 +114,14 @@ public struct MPDResponseWriter: Sendable {
             append("Pos", position)
             append("Id", id)
             if priority != 0 { append("Prio", priority) }
+        }
+    }
+
+    /// The song's tags in `tagMask`, in MPD's tag-type order, a line per value.
+    public mutating func appendTags(of song: LibrarySong) {
+        for tag in MPDTagType.allCases where tagMask.contains(tag) {
+            guard let libraryTag = tag.libraryTag, let values = song.tags[libraryTag] else { continue }
+            for value in values { append(tag.name, value) }
         }
     }
 

@@ -42,6 +42,13 @@ public enum MPDTagType: Int, Sendable, CaseIterable, Hashable {
         case .composer: .composer
         case .disc: .disc
         case .comment: .comment
+        case .performer: .performer
+        case .musicBrainzArtistID: .musicBrainzArtistID
+        case .musicBrainzAlbumID: .musicBrainzAlbumID
+        case .musicBrainzAlbumArtistID: .musicBrainzAlbumArtistID
+        case .musicBrainzTrackID: .musicBrainzTrackID
+        case .musicBrainzReleaseTrackID: .musicBrainzReleaseTrackID
+        case .musicBrainzWorkID: .musicBrainzWorkID
         default: nil
         }
     }

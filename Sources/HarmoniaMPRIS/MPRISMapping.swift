@@ -149,20 +149,20 @@ enum MPRISMapping {
             if let value { entries.append(DBusDictEntry(key: key, value: value)) }
         }
         func text(_ value: String?) -> DBusValue? { value.map { .string(bounded($0)) } }
-        func list(_ value: String?) -> DBusValue? { value.map { .strings([bounded($0)]) } }
+        func list(_ values: [String]) -> DBusValue? { values.isEmpty ? nil : .strings(values.map(bounded)) }
         func number(_ value: Int?) -> DBusValue? { value.map { .int32(Int32(clamping: $0)) } }
         if let lengthSeconds { add("mpris:length", .int64(microseconds(lengthSeconds))) }
         add("mpris:artUrl", text(artURL))
         add("xesam:url", .string(uri(track.url, currentDirectory: currentDirectory)))
         // The queue entry's own fields (a playlist's or CUE sheet's title) win over the file's tags.
         add("xesam:title", text(track.title ?? tags?.title ?? fileName(track.url)))
-        add("xesam:artist", list(track.artist ?? tags?.artist))
+        add("xesam:artist", list(track.artists.isEmpty ? tags?.artists ?? [] : track.artists))
         add("xesam:album", text(track.album ?? tags?.album))
-        add("xesam:albumArtist", list(tags?.albumArtist))
+        add("xesam:albumArtist", list(tags?.albumArtists ?? []))
         add("xesam:trackNumber", number(tags?.trackNumber))
         add("xesam:discNumber", number(tags?.discNumber))
-        add("xesam:genre", list(tags?.genre))
-        add("xesam:composer", list(tags?.composer))
+        add("xesam:genre", list(tags?.genres ?? []))
+        add("xesam:composer", list(tags?.composers ?? []))
         return .dictionary(entries)
     }
 

@@ -47,6 +47,21 @@ enum SQLiteLibrarySchema {
             value INTEGER NOT NULL
         ) WITHOUT ROWID;
         """,
+        // 2: a column per new tag (Performer, the MusicBrainz IDs); a column
+        // may now hold several values (SQLiteRows.valueSeparator). Every song
+        // and folder is marked changed, so the next scan reads every file's
+        // lists (a stored "A;B" was one value FFmpeg had joined).
+        """
+        ALTER TABLE song ADD COLUMN performer TEXT;
+        ALTER TABLE song ADD COLUMN musicbrainz_artistid TEXT;
+        ALTER TABLE song ADD COLUMN musicbrainz_albumid TEXT;
+        ALTER TABLE song ADD COLUMN musicbrainz_albumartistid TEXT;
+        ALTER TABLE song ADD COLUMN musicbrainz_trackid TEXT;
+        ALTER TABLE song ADD COLUMN musicbrainz_releasetrackid TEXT;
+        ALTER TABLE song ADD COLUMN musicbrainz_workid TEXT;
+        UPDATE song SET modified = -1;
+        UPDATE directory SET modified = -1;
+        """,
     ]
 
     /// The song column of each tag.
@@ -62,6 +77,13 @@ enum SQLiteLibrarySchema {
         case .composer: "composer"
         case .disc: "disc"
         case .comment: "comment"
+        case .performer: "performer"
+        case .musicBrainzArtistID: "musicbrainz_artistid"
+        case .musicBrainzAlbumID: "musicbrainz_albumid"
+        case .musicBrainzAlbumArtistID: "musicbrainz_albumartistid"
+        case .musicBrainzTrackID: "musicbrainz_trackid"
+        case .musicBrainzReleaseTrackID: "musicbrainz_releasetrackid"
+        case .musicBrainzWorkID: "musicbrainz_workid"
         }
     }
 

@@ -72,18 +72,23 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
         return LibraryAggregation.pathOrder(candidates.filter(matcher.matches))
     }
 
+    /// Artists and albums count every value of every song (read in Swift:
+    /// a column may hold several values).
     public func stats() throws(CoreError) -> LibraryStats {
         try read { db in
-            let totals = try db.prepare("""
-                SELECT (SELECT COUNT(DISTINCT artist) FROM song WHERE artist <> ''),
-                       (SELECT COUNT(DISTINCT album) FROM song WHERE album <> ''),
-                       COUNT(*), TOTAL(CASE WHEN duration >= 0 THEN duration ELSE 0 END) FROM song
-                """)
-            _ = try totals.step()
+            var artists = Set<[UInt8]>(), albums = Set<[UInt8]>()
+            var songs = 0
+            var playtime = 0.0
+            let rows = try db.prepare("SELECT artist, album, duration FROM song")
+            while try rows.step() {
+                songs += 1
+                for value in SQLiteRows.values(rows.text(0)) ?? [] where !value.isEmpty { artists.insert(Array(value.utf8)) }
+                for value in SQLiteRows.values(rows.text(1)) ?? [] where !value.isEmpty { albums.insert(Array(value.utf8)) }
+                playtime += SQLiteRows.seconds(rows.double(2))
+            }
             let update = try db.prepare("SELECT value FROM library_state WHERE key = 'last_update'")
             let lastUpdate = try update.step() ? update.int64(0) : nil
-            return LibraryStats(artists: SQLiteRows.count(totals.int64(0)), albums: SQLiteRows.count(totals.int64(1)),
-                                songs: SQLiteRows.count(totals.int64(2)), playtime: SQLiteRows.seconds(totals.double(3)),
+            return LibraryStats(artists: artists.count, albums: albums.count, songs: songs, playtime: playtime,
                                 lastUpdate: lastUpdate)
         }
     }

@@ -10,10 +10,29 @@ enum SQLiteRows {
     static let songColumns = (["path", "modified", "size", "duration", "format"]
         + LibraryTag.allCases.map(SQLiteLibrarySchema.column)).joined(separator: ", ")
 
+    /// What separates the values of a tag in its column: U+001F (unit
+    /// separator), a control character no stored value holds (the scanner
+    /// turns control characters into spaces).
+    static let valueSeparator: Character = "\u{1F}"
+
+    /// A column's text as values; nil for NULL, and for a column holding no
+    /// value at all (a hostile row).
+    static func values(_ text: String?) -> [String]? {
+        guard let text else { return nil }
+        let values = text.split(separator: valueSeparator, omittingEmptySubsequences: false).map(String.init)
+        return values.isEmpty ? nil : values
+    }
+
+    /// The column text of `values` (nil for none).
+    static func columnText(_ values: [String]?) -> String? {
+        guard let values, !values.isEmpty else { return nil }
+        return values.joined(separator: String(valueSeparator))
+    }
+
     static func song(from row: SQLiteStatement) -> LibrarySong {
-        var tags: [LibraryTag: String] = [:]
+        var tags: [LibraryTag: [String]] = [:]
         for (offset, tag) in LibraryTag.allCases.enumerated() {
-            if let value = row.text(Int32(5 + offset)) { tags[tag] = value }
+            if let values = values(row.text(Int32(5 + offset))) { tags[tag] = values }
         }
         return LibrarySong(path: row.text(0) ?? "", modified: row.int64(1) ?? 0, size: max(0, row.int64(2) ?? 0),
                            tags: tags, duration: duration(row.double(3)), format: row.text(4))
@@ -22,7 +41,7 @@ enum SQLiteRows {
     /// The values bound by `SQLiteLibraryStore.upsertSong` after the folder id.
     static func songValues(_ song: LibrarySong) -> [SQLiteValue] {
         [.text(song.path), .integer(song.modified), .integer(max(0, song.size)), SQLiteValue(duration(song.duration)),
-         SQLiteValue(song.format)] + LibraryTag.allCases.map { SQLiteValue(song.tags[$0]) }
+         SQLiteValue(song.format)] + LibraryTag.allCases.map { SQLiteValue(columnText(song.tags[$0])) }
     }
 
     /// `value` when it is a finite, non-negative number of seconds, else nil.
@@ -74,14 +93,20 @@ struct SQLiteFilterPushdown {
             clauses.append("path = ?")
             values.append(.text(match.value))
         case .tag(.albumArtist, let match) where Self.isExact(match):
-            clauses.append("(album_artist = ? OR (album_artist IS NULL AND artist = ?))")
-            values += [.text(match.value), .text(match.value)]
+            clauses.append("(\(Self.holds("album_artist")) OR (album_artist IS NULL AND \(Self.holds("artist"))))")
+            values += [.text(match.value), .text(match.value), .text(match.value), .text(match.value)]
         case .tag(let tag, let match) where Self.isExact(match):
-            clauses.append("\(SQLiteLibrarySchema.column(tag)) = ?")
-            values.append(.text(match.value))
+            clauses.append(Self.holds(SQLiteLibrarySchema.column(tag)))
+            values += [.text(match.value), .text(match.value)]
         default:
             break
         }
+    }
+
+    /// A column equal to the bound value, or holding several values (one of
+    /// which may equal it: Swift decides). Binds two values.
+    private static func holds(_ column: String) -> String {
+        "(\(column) = ? OR (instr(\(column), char(31)) > 0 AND instr(\(column), ?) > 0))"
     }
 
     /// An `==` SQL's byte comparison decides exactly (a non-empty value: an

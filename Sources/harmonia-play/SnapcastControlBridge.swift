@@ -128,7 +128,7 @@ final class SnapcastControlBridge {
     private var lastStatusAt = -Double.infinity
 
     private var snapshot: PlayerSnapshot?
-    private var albumArtists: [String: String?] = [:]
+    private var albumArtists: [String: [String]?] = [:]
     /// The last file's cover (one is enough: the bridge shows the current track).
     private var cover: (url: String, cover: SnapcastCover)?
     private var lastPushed: JSONValue?
@@ -239,7 +239,7 @@ final class SnapcastControlBridge {
     }
 
     private func currentProperties() -> JSONValue {
-        SnapcastProperties.properties(snapshot, albumArtist: snapshot?.url.flatMap { albumArtists[$0] ?? nil },
+        SnapcastProperties.properties(snapshot, albumArtists: snapshot?.url.flatMap { albumArtists[$0] ?? nil } ?? [],
                                       cover: cover.flatMap { $0.url == snapshot?.url ? $0.cover : nil })
     }
 
@@ -385,7 +385,9 @@ final class SnapcastControlBridge {
                 send(SnapcastPlugin.result(id: rpcID, .string("ok")))
             }
         case .info(let url):
-            albumArtists[url] = failed ? .some(nil) : .some(message["result"]?["albumArtist"]?.string)
+            let result = message["result"]
+            albumArtists[url] = failed ? .some(nil)
+                : .some(PlayerSnapshot.strings(result?["albumArtists"]) ?? result?["albumArtist"]?.string.map { [$0] })
             if !failed, let bytes = message["result"]?["artworkBytes"]?.number, bytes > 0 {
                 // It has a cover: fetched next (answered before anything asked
                 // later), then one push with everything.

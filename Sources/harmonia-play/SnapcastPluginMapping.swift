@@ -235,7 +235,8 @@ struct PlayerSnapshot: Equatable {
     var trackID: String?
     var url: String?
     var title: String?
-    var artist: String?
+    /// Every artist (the player's `artists`, or its one `artist`).
+    var artists: [String] = []
     var album: String?
     var trackDuration: Double?
     /// A radio's heard title.
@@ -259,11 +260,18 @@ struct PlayerSnapshot: Equatable {
             trackID = track["id"]?.string
             url = track["url"]?.string
             title = track["title"]?.string
-            artist = track["artist"]?.string
+            artists = Self.strings(track["artists"]) ?? track["artist"]?.string.map { [$0] } ?? []
             album = track["album"]?.string
             trackDuration = Self.finite(track["duration"])
         }
         streamTitle = status["stream_title"]?.string
+    }
+
+    /// The strings of a JSON array of strings; nil when it is not one.
+    static func strings(_ value: JSONValue?) -> [String]? {
+        guard let items = value?.array else { return nil }
+        let strings = items.compactMap(\.string)
+        return strings.count == items.count ? strings : nil
     }
 
     private static func finite(_ value: JSONValue?) -> Double? {
@@ -278,9 +286,9 @@ enum SnapcastProperties {
     /// - Parameters:
     ///   - snapshot: the player's status; nil while not connected to it
     ///     (then stopped, nothing allowed, empty metadata).
-    ///   - albumArtist: the current file's album artist, when read.
+    ///   - albumArtists: the current file's album artists, when read.
     ///   - cover: the current file's embedded cover (`extension`, base64 `data`), when read.
-    static func properties(_ snapshot: PlayerSnapshot?, albumArtist: String? = nil, cover: SnapcastCover? = nil) -> JSONValue {
+    static func properties(_ snapshot: PlayerSnapshot?, albumArtists: [String] = [], cover: SnapcastCover? = nil) -> JSONValue {
         guard let s = snapshot else {
             return .object([
                 ("playbackStatus", .string("stopped")), ("loopStatus", .string("none")), ("shuffle", .bool(false)),
@@ -320,7 +328,7 @@ enum SnapcastProperties {
             ("canPause", .bool(hasQueue)),
             ("canSeek", .bool(active && length.map { $0 > 0 } == true)),
             ("canControl", .bool(true)),
-            ("metadata", metadata(s, albumArtist: albumArtist, length: length, cover: cover)),
+            ("metadata", metadata(s, albumArtists: albumArtists, length: length, cover: cover)),
         ])
     }
 
@@ -328,13 +336,13 @@ enum SnapcastProperties {
     /// as arrays, album, duration in seconds, trackId, and the embedded cover
     /// as `artData` (snapserver 0.26 serves it and sets `artUrl` itself;
     /// specs/snapcast-control.md §Cover art).
-    static func metadata(_ s: PlayerSnapshot, albumArtist: String?, length: Double?, cover: SnapcastCover? = nil) -> JSONValue {
+    static func metadata(_ s: PlayerSnapshot, albumArtists: [String], length: Double?, cover: SnapcastCover? = nil) -> JSONValue {
         guard s.trackID != nil || s.url != nil else { return .object([]) }
-        var title = s.title, artist = s.artist, album = s.album
+        var title = s.title, artists = s.artists, album = s.album
         if let heard = s.streamTitle {
             // A radio: the heard "Artist - Song"; the station's name as the album.
             if let dash = heard.range(of: " - ") {
-                artist = String(heard[..<dash.lowerBound])
+                artists = [String(heard[..<dash.lowerBound])]
                 title = String(heard[dash.upperBound...])
             } else {
                 title = heard
@@ -347,9 +355,9 @@ enum SnapcastProperties {
         var members: [(String, JSONValue)] = []
         if let trackID = s.trackID { members.append(("trackId", .string(trackID))) }
         if let title { members.append(("title", .string(title))) }
-        if let artist { members.append(("artist", .array([.string(artist)]))) }
+        if !artists.isEmpty { members.append(("artist", .array(artists.map(JSONValue.string)))) }
         if let album { members.append(("album", .string(album))) }
-        if let albumArtist { members.append(("albumArtist", .array([.string(albumArtist)]))) }
+        if !albumArtists.isEmpty { members.append(("albumArtist", .array(albumArtists.map(JSONValue.string)))) }
         if let length { members.append(("duration", .double(millis(length)))) }
         if let cover { members.append(("artData", .object([("data", .string(cover.base64)), ("extension", .string(cover.fileExtension))]))) }
         return .object(members)

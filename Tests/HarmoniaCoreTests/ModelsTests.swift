@@ -64,7 +64,7 @@ struct ModelsTests {
                              replayGainTrack: -6.5, replayGainTrackPeak: 0.9, artworkData: Data([1, 2, 3]),
                              lyrics: [LyricsLanguageVariant(languageCode: "eng", text: "la")])
         #expect(try roundTrip(full) == full)
-        #expect(TagBundle.currentSchemaVersion == 3)
+        #expect(TagBundle.currentSchemaVersion == 4)
     }
 
     @Test("PlaybackState: names and JSON, error carries its CoreError")

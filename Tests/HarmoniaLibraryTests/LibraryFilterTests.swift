@@ -77,7 +77,7 @@ import Testing
                              discNumber: 1, discTotal: 2, encoding: "lossless")
         let stream = StreamInfo(duration: 2.5, sampleRate: 44_100, channels: 2, bitDepth: 24, codec: "flac")
         let song = LibrarySong(path: "a/b.flac", modified: 7, size: -5, tags: tags, stream: stream)
-        #expect(song.tags == [.title: "Title with newline", .album: "Album", .date: "2024", .track: "3", .disc: "1"])
+        #expect(song.tags == [.title: ["Title with newline"], .album: ["Album"], .date: ["2024"], .track: ["3"], .disc: ["1"]])
         #expect(song.format == "44100:24:2")
         #expect(song.size == 0)
         #expect(song.duration == 2.5)

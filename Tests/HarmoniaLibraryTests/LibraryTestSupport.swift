@@ -124,7 +124,7 @@ extension LibraryStorePort {
 /// A small library with the tags the query tests need.
 enum SampleLibrary {
     static func song(_ path: String, _ tags: [LibraryTag: String], duration: Double? = 100, modified: Int64 = 1_000) -> LibrarySong {
-        LibrarySong(path: path, modified: modified, size: 1_000, tags: tags, duration: duration, format: "44100:16:2")
+        LibrarySong(path: path, modified: modified, size: 1_000, tags: tags.mapValues { [$0] }, duration: duration, format: "44100:16:2")
     }
 
     static let songs: [LibrarySong] = [

@@ -74,11 +74,14 @@ private func failure(_ arguments: String...) -> String? {
 
     @Test func tagsTheLibraryDoesNotIndexAreAbsentFromEverySong() throws {
         // MPD: an absent tag matches when the filter's value is empty (any operator), negation applied.
-        #expect(try find("(Performer == '')") == .and([]))
-        #expect(try find("(Performer != '')") == .not(.and([])))
-        #expect(try find("(performer == 'x')") == .not(.and([])))
-        #expect(try find("(Performer =~ '^$')") == .not(.and([])))
-        #expect(try find("(MUSICBRAINZ_TRACKID != 'x')") == .and([]))
+        #expect(try find("(Conductor == '')") == .and([]))
+        #expect(try find("(Conductor != '')") == .not(.and([])))
+        #expect(try find("(conductor == 'x')") == .not(.and([])))
+        #expect(try find("(Conductor =~ '^$')") == .not(.and([])))
+        #expect(try find("(Label != 'x')") == .and([]))
+        // Performer and the MusicBrainz ids are indexed (with every value).
+        #expect(try find("(Performer == 'x')") == .tag(.performer, TagMatch(.equals, "x")))
+        #expect(try find("(MUSICBRAINZ_TRACKID != 'x')") == .tag(.musicBrainzTrackID, TagMatch(.equals, "x", negated: true)))
     }
 
     @Test func errorsAsMPDGivesThem() {

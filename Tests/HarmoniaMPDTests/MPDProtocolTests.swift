@@ -207,6 +207,10 @@ private func ack(_ line: String) -> String? {
         #expect(MPDTagType(name: "albumartist") == .albumArtist)
         #expect(MPDTagType(name: "musicbrainz_trackid") == .musicBrainzTrackID)
         #expect(MPDTagType.allCases.count == 31)
-        #expect(MPDTagMask.library.tags.map(\.name) == ["Artist", "Album", "AlbumArtist", "Title", "Track", "Genre", "Date", "Composer", "Comment", "Disc"])
+        #expect(MPDTagMask.library.tags.map(\.name) == [
+            "Artist", "Album", "AlbumArtist", "Title", "Track", "Genre", "Date", "Composer", "Performer", "Comment", "Disc",
+            "MUSICBRAINZ_ARTISTID", "MUSICBRAINZ_ALBUMID", "MUSICBRAINZ_ALBUMARTISTID", "MUSICBRAINZ_TRACKID",
+            "MUSICBRAINZ_RELEASETRACKID", "MUSICBRAINZ_WORKID",
+        ])
     }
 }

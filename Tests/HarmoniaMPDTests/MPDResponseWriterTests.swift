@@ -8,8 +8,8 @@ import Testing
     @Test func songRecordAsMPDWritesIt() {
         let song = LibrarySong(
             path: "Harmonia Artist/First Album/01 Opening.flac", modified: 1_700_000_000, size: 1234,
-            tags: [.artist: "Harmonia Artist", .album: "First Album", .albumArtist: "Harmonia Artist", .title: "Opening",
-                   .track: "1", .genre: "Electronic", .date: "2024", .composer: "Harmonia Composer", .disc: "1"],
+            tags: [.artist: ["Harmonia Artist"], .album: ["First Album"], .albumArtist: ["Harmonia Artist"], .title: ["Opening"],
+                   .track: ["1"], .genre: ["Electronic"], .date: ["2024"], .composer: ["Harmonia Composer"], .disc: ["1"]],
             duration: 2.0, format: "44100:16:2")
         var writer = MPDResponseWriter()
         writer.appendSong(song)
@@ -55,7 +55,7 @@ import Testing
     }
 
     @Test func tagMaskSelectsTags() {
-        let song = LibrarySong(path: "a.flac", modified: 0, size: 1, tags: [.artist: "A", .title: "T", .comment: "C"])
+        let song = LibrarySong(path: "a.flac", modified: 0, size: 1, tags: [.artist: ["A"], .title: ["T"], .comment: ["C"]])
         var writer = MPDResponseWriter(tagMask: MPDTagMask([.title, .comment]))
         writer.appendSong(song)
         #expect(writer.text == "file: a.flac\nLast-Modified: 1970-01-01T00:00:00Z\nTitle: T\nComment: C\n")

@@ -170,7 +170,7 @@ struct FakeHandler: MPDCommandHandler {
     }
 
     static let song = LibrarySong(path: "a/b.flac", modified: 1_700_000_000, size: 1,
-                                  tags: [.artist: "A", .title: "T"], duration: 2, format: "44100:16:2")
+                                  tags: [.artist: ["A"], .title: ["T"]], duration: 2, format: "44100:16:2")
 
     func handle(_ request: MPDRequest, context: MPDContext, into writer: inout MPDResponseWriter) throws(MPDError) {
         switch request.command {

@@ -18,7 +18,7 @@ struct SnapcastControlMappingTests {
     @Test("a playing status: every property, metadata in Snapcast's types")
     func propertiesFromStatus() throws {
         let snapshot = try #require(PlayerSnapshot(status: Self.playing))
-        let p = SnapcastProperties.properties(snapshot, albumArtist: "Band")
+        let p = SnapcastProperties.properties(snapshot, albumArtists: ["Band"])
         #expect(p.serialized == """
             {"playbackStatus":"playing","loopStatus":"none","shuffle":false,"volume":58,"position":12.346,\
             "canGoNext":true,"canGoPrevious":true,"canPlay":true,"canPause":true,"canSeek":true,"canControl":true,\

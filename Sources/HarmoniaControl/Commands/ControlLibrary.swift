@@ -72,7 +72,7 @@ public final class ControlLibrary: Sendable {
     public func track(for song: LibrarySong) -> Track {
         let root = musicDirectory.root
         return Track(url: (root.hasSuffix("/") ? root : root + "/") + song.path,
-                     title: song.tags[.title], artist: song.tags[.artist], album: song.tags[.album], duration: song.duration)
+                     title: song.first(.title), album: song.first(.album), duration: song.duration, artists: song.tags[.artist])
     }
 
     // MARK: Commands
@@ -140,9 +140,12 @@ public final class ControlLibrary: Sendable {
 
     /// A song as clients see it: its `uri` (for `queue/add`) and tags.
     static func song(_ song: LibrarySong) -> JSONValue {
-        func tag(_ tag: LibraryTag) -> JSONValue { song.tags[tag].map(JSONValue.string) ?? .null }
+        // One value as a string (several joined, a convenience); every value in the arrays.
+        func tag(_ tag: LibraryTag) -> JSONValue { song.tags[tag].map { .string($0.joined(separator: TagBundle.valueSeparator)) } ?? .null }
+        func list(_ tag: LibraryTag) -> JSONValue { EventJSON.strings(song.tags[tag] ?? []) }
         return .object([("uri", .string(song.path)), ("title", tag(.title)), ("artist", tag(.artist)),
-                        ("album", tag(.album)), ("album_artist", tag(.albumArtist)), ("track", tag(.track)),
+                        ("artists", list(.artist)), ("album", tag(.album)), ("album_artist", tag(.albumArtist)),
+                        ("album_artists", list(.albumArtist)), ("genres", list(.genre)), ("track", tag(.track)),
                         ("duration", song.duration.map(EventJSON.number) ?? .null)])
     }
 

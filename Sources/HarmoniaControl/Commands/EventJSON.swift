@@ -89,11 +89,15 @@ public enum EventJSON {
         members += [
             ("title", optional(track.title)),
             ("artist", optional(track.artist)),
+            ("artists", strings(track.artists)),
             ("album", optional(track.album)),
             ("duration", track.duration.map(number) ?? .null),
         ]
         return .object(members)
     }
+
+    /// A list of strings as a JSON array.
+    public static func strings(_ values: [String]) -> JSONValue { .array(values.map(JSONValue.string)) }
 
     /// Seconds as a JSON number; not finite → null.
     public static func number(_ value: Double) -> JSONValue { value.isFinite ? .double(value) : .null }
@@ -116,6 +120,15 @@ public enum EventJSON {
         add("replayGainTrack", tags.replayGainTrack); add("replayGainAlbum", tags.replayGainAlbum)
         add("replayGainTrackPeak", tags.replayGainTrackPeak); add("replayGainAlbumPeak", tags.replayGainAlbumPeak)
         add("comment", tags.comment)
+        // Every value of the list fields, in file order (the strings above join them).
+        func add(_ key: String, _ values: [String]) { if !values.isEmpty { f.append((key, strings(values))) } }
+        add("artists", tags.artists); add("albumArtists", tags.albumArtists); add("composers", tags.composers)
+        add("genres", tags.genres); add("performers", tags.performers)
+        let ids = tags.musicBrainz
+        let musicBrainz = [("artistIds", ids.artistIDs), ("albumArtistIds", ids.albumArtistIDs), ("albumIds", ids.albumIDs),
+                           ("trackIds", ids.trackIDs), ("releaseTrackIds", ids.releaseTrackIDs), ("workIds", ids.workIDs)]
+            .filter { !$0.1.isEmpty }.map { ($0.0, strings($0.1)) }
+        if !musicBrainz.isEmpty { f.append(("musicBrainz", .object(musicBrainz))) }
         add("artworkBytes", tags.artworkData?.count)
         if let lyrics = tags.lyrics {
             f.append(("lyrics", .array(lyrics.map { variant in

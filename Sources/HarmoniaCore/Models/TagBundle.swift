@@ -6,22 +6,29 @@ import Foundation
 /// (an empty string is a tag that is present and empty).
 public struct TagBundle: Sendable, Equatable, Hashable, Codable {
     /// Bumped whenever a field is added, so stored bundles can be re-read.
-    /// 3 added the ReplayGain peaks (the reference stands at 2).
-    public static let currentSchemaVersion = 3
+    /// 3 added the ReplayGain peaks (the reference stands at 2); 4 the
+    /// value lists (every artist, genre, … of a file) and the MusicBrainz IDs.
+    public static let currentSchemaVersion = 4
 
     // MARK: Tag fields
     /// The track's title.
     public var title: String?
-    /// The performing artist.
-    public var artist: String?
+    /// Every performing artist, in file order, each value as the file holds
+    /// it (never split on `;` or `/`); empty when the file names none.
+    public var artists: [String] = []
     /// The album's title.
     public var album: String?
-    /// The album's artist (for compilations, often "Various Artists").
-    public var albumArtist: String?
-    /// The composer.
-    public var composer: String?
-    /// The genre, as written in the file.
-    public var genre: String?
+    /// Every album artist (for compilations, often "Various Artists"), in file order.
+    public var albumArtists: [String] = []
+    /// Every composer, in file order.
+    public var composers: [String] = []
+    /// Every genre, as written in the file, in file order.
+    public var genres: [String] = []
+    /// Every performer (Vorbis `PERFORMER`, APE `Performer`), in file order.
+    public var performers: [String] = []
+    /// MusicBrainz identifiers, each list in file order (`MUSICBRAINZ_*`
+    /// comments, ID3 `TXXX`/`UFID`, MP4 freeform atoms).
+    public var musicBrainz = MusicBrainzIDs()
     /// The release year (from a date tag's year).
     public var year: Int?
     /// The track's number on its disc (from "3" or "3/12").
@@ -76,8 +83,9 @@ public struct TagBundle: Sendable, Equatable, Hashable, Codable {
         duration: Double? = nil, bitrate: Int? = nil, sampleRate: Double? = nil, channels: Int? = nil,
         fileSize: Int? = nil, codec: String? = nil, encoding: String? = nil
     ) {
-        self.title = title; self.artist = artist; self.album = album; self.albumArtist = albumArtist
-        self.composer = composer; self.genre = genre; self.year = year
+        self.title = title; self.album = album; self.year = year
+        self.artists = Self.list(artist); self.albumArtists = Self.list(albumArtist)
+        self.composers = Self.list(composer); self.genres = Self.list(genre)
         self.trackNumber = trackNumber; self.trackTotal = trackTotal
         self.discNumber = discNumber; self.discTotal = discTotal; self.bpm = bpm
         self.replayGainTrack = replayGainTrack; self.replayGainAlbum = replayGainAlbum
@@ -87,14 +95,75 @@ public struct TagBundle: Sendable, Equatable, Hashable, Codable {
         self.channels = channels; self.fileSize = fileSize; self.codec = codec; self.encoding = encoding
     }
 
+    // MARK: Joined values (a convenience for one-line display)
+
+    /// The artists joined with "; " (nil when there is none). Setting it
+    /// sets one artist (or none); the list is the truth.
+    public var artist: String? {
+        get { Self.joined(artists) }
+        set { artists = Self.list(newValue) }
+    }
+    /// The album artists joined with "; "; setting it sets one value.
+    public var albumArtist: String? {
+        get { Self.joined(albumArtists) }
+        set { albumArtists = Self.list(newValue) }
+    }
+    /// The composers joined with "; "; setting it sets one value.
+    public var composer: String? {
+        get { Self.joined(composers) }
+        set { composers = Self.list(newValue) }
+    }
+    /// The genres joined with "; "; setting it sets one value.
+    public var genre: String? {
+        get { Self.joined(genres) }
+        set { genres = Self.list(newValue) }
+    }
+
+    /// What joins a list's values in the convenience strings.
+    public static let valueSeparator = "; "
+
+    static func joined(_ values: [String]) -> String? {
+        values.isEmpty ? nil : values.joined(separator: valueSeparator)
+    }
+
+    static func list(_ value: String?) -> [String] {
+        value.map { [$0] } ?? []
+    }
+
     /// True when no tag field is set; technical fields do not count.
     public var isEmpty: Bool {
-        title == nil && artist == nil && album == nil && albumArtist == nil && composer == nil
-            && genre == nil && year == nil && trackNumber == nil && trackTotal == nil
+        title == nil && artists.isEmpty && album == nil && albumArtists.isEmpty && composers.isEmpty
+            && genres.isEmpty && performers.isEmpty && musicBrainz.isEmpty && year == nil && trackNumber == nil && trackTotal == nil
             && discNumber == nil && discTotal == nil && bpm == nil
             && replayGainTrack == nil && replayGainAlbum == nil
             && replayGainTrackPeak == nil && replayGainAlbumPeak == nil
             && comment == nil && artworkData == nil && lyrics == nil
+    }
+}
+
+/// The MusicBrainz identifiers a file's tags carry, each list in file order
+/// (Picard writes one per credited artist). Values are as stored (normally
+/// lowercase UUIDs); they are not checked.
+public struct MusicBrainzIDs: Sendable, Equatable, Hashable, Codable {
+    /// `MUSICBRAINZ_ARTISTID`: the track's artists.
+    public var artistIDs: [String] = []
+    /// `MUSICBRAINZ_ALBUMARTISTID`: the release's artists.
+    public var albumArtistIDs: [String] = []
+    /// `MUSICBRAINZ_ALBUMID`: the release.
+    public var albumIDs: [String] = []
+    /// `MUSICBRAINZ_TRACKID`: the recording (ID3 `UFID` http://musicbrainz.org).
+    public var trackIDs: [String] = []
+    /// `MUSICBRAINZ_RELEASETRACKID`: the track on the release.
+    public var releaseTrackIDs: [String] = []
+    /// `MUSICBRAINZ_WORKID`: the work.
+    public var workIDs: [String] = []
+
+    public init() {}
+
+    /// True when no identifier is set.
+    public var isEmpty: Bool {
+        artistIDs.isEmpty && albumArtistIDs.isEmpty && albumIDs.isEmpty && trackIDs.isEmpty
+            && releaseTrackIDs.isEmpty && workIDs.isEmpty
     }
 }
 

@@ -15,8 +15,14 @@ public struct Track: Sendable, Equatable, Hashable, Codable, Identifiable {
     public var url: String
     /// A title given with the entry (a playlist's or CUE sheet's), else the file's tag once read.
     public var title: String?
-    /// The artist, as `title`.
-    public var artist: String?
+    /// Every artist, in the file's order (several for a duet), as `title`.
+    public var artists: [String]
+    /// The artists joined with "; " (a convenience for one line; nil when
+    /// none). Setting it sets one artist.
+    public var artist: String? {
+        get { TagBundle.joined(artists) }
+        set { artists = TagBundle.list(newValue) }
+    }
     /// The album, as `title`.
     public var album: String?
     /// Seconds this track plays (the range's length for a ranged track);
@@ -31,13 +37,14 @@ public struct Track: Sendable, Equatable, Hashable, Codable, Identifiable {
 
     /// Builds a queue entry for `url`, with a fresh `id` unless one is given;
     /// every other field defaults to nil.
+    /// `artists` wins over `artist` when both are given.
     public init(url: String, id: UUID = UUID(), title: String? = nil, artist: String? = nil,
                 album: String? = nil, duration: Double? = nil, artwork: Data? = nil,
-                start: Double? = nil, end: Double? = nil) {
+                start: Double? = nil, end: Double? = nil, artists: [String]? = nil) {
         self.id = id
         self.url = url
         self.title = title
-        self.artist = artist
+        self.artists = artists ?? TagBundle.list(artist)
         self.album = album
         self.duration = duration
         self.artwork = artwork
@@ -51,7 +58,7 @@ public struct Track: Sendable, Equatable, Hashable, Codable, Identifiable {
     public func filled(from tags: TagBundle) -> Track {
         var track = self
         track.title = title ?? tags.title
-        track.artist = artist ?? tags.artist
+        if track.artists.isEmpty { track.artists = tags.artists }
         track.album = album ?? tags.album
         track.artwork = artwork ?? tags.artworkData
         if let fileDuration = tags.duration {

@@ -131,7 +131,7 @@ extension MPDDatabaseCommands {
     /// MPD's Tag::GetSortValue for the tags the library keeps.
     static func sortValue(_ song: LibrarySong, _ tag: MPDTagType) -> String {
         guard let libraryTag = fallbackTag(tag) else { return "" }
-        return song.value(of: libraryTag) ?? ""
+        return song.values(of: libraryTag)[0]  // the first value, as MPD's GetValue
     }
 
     /// The library tag MPD's fallbacks lead `tag` to: `ArtistSort` → Artist,

@@ -151,9 +151,9 @@ public final class MPDPlayer: @unchecked Sendable {
         let uri = uri(of: track)
         if let song = try? library.store.song(at: uri) { return song }
         var song = LibrarySong(path: uri, modified: 0, size: 0)
-        if let title = track.title { song.tags[.title] = title }
-        if let artist = track.artist { song.tags[.artist] = artist }
-        if let album = track.album { song.tags[.album] = album }
+        if let title = track.title { song.tags[.title] = [title] }
+        if !track.artists.isEmpty { song.tags[.artist] = track.artists }
+        if let album = track.album { song.tags[.album] = [album] }
         song.duration = track.duration
         return song
     }
@@ -163,7 +163,7 @@ public final class MPDPlayer: @unchecked Sendable {
     func track(for song: LibrarySong) -> Track {
         let root = library.musicDirectory.root
         return Track(url: (root.hasSuffix("/") ? root : root + "/") + song.path,
-                     title: song.tags[.title], artist: song.tags[.artist], album: song.tags[.album], duration: song.duration)
+                     title: song.first(.title), album: song.first(.album), duration: song.duration, artists: song.tags[.artist])
     }
 
     /// Writes one queue entry as MPD does (`playlistinfo`, `currentsong`).
@@ -171,9 +171,7 @@ public final class MPDPlayer: @unchecked Sendable {
         let song = song(for: entry.track)
         if song.modified == 0 && song.size == 0 {
             writer.append("file", song.path)
-            for tag in MPDTagType.allCases where writer.tagMask.contains(tag) {
-                if let libraryTag = tag.libraryTag, let value = song.tags[libraryTag] { writer.append(tag.name, value) }
-            }
+            writer.appendTags(of: song)
             writer.append("Pos", position)
             writer.append("Id", entry.id)
         } else {
