@@ -12,7 +12,8 @@ SWIFT ?= $(shell command -v swift 2>/dev/null || echo /opt/swift/usr/bin/swift)
 # with WirePlumber and pipewire-pulse (pipewire-bin has pw-cli and pw-record).
 # The music server (serve) stores its library with libsqlite3 (sqlite3 checks
 # a killed scan's database) and is compared with real MPD and driven by its
-# clients: mpd, mpc, python3-mpd (python-mpd2). The Snapcast output is
+# clients: mpd, mpc, python3-mpd (python-mpd2); files with several values
+# per tag are written as taggers write them by python3-mutagen. The Snapcast output is
 # tested against a private snapserver (Debian's 0.26), a recorder of what it
 # serves (Tests/Snapcast, python3) and real snapclient rooms; the control bridge is run by a private snapserver, as
 # snapserver runs it. The WebSocket transport is tested with python3-websockets,
@@ -21,7 +22,7 @@ SWIFT ?= $(shell command -v swift 2>/dev/null || echo /opt/swift/usr/bin/swift)
 APT_PACKAGES := pkg-config libavformat-dev libavcodec-dev libswresample-dev libavutil-dev \
                 libpulse-dev libdbus-1-dev libcurl4-openssl-dev ffmpeg util-linux pulseaudio pulseaudio-utils python3 \
                 dbus playerctl libglib2.0-bin openssl pipewire pipewire-pulse wireplumber pipewire-bin \
-                libsqlite3-dev sqlite3 mpd mpc python3-mpd snapserver snapclient \
+                libsqlite3-dev sqlite3 mpd mpc python3-mpd python3-mutagen snapserver snapclient \
                 python3-websockets python3-selenium chromium chromium-driver
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 LSAN_SUPPRESSIONS := $(CURDIR)/Tests/lsan-suppressions.txt

@@ -131,6 +131,69 @@ import Testing
             #expect(try sqlite.songs(matching: filter) == (try memory.songs(matching: filter)), "\(filter)")
         }
     }
+
+    /// Songs with several values per tag, as the scanner stores them.
+    static let duets: [LibrarySong] = [
+        LibrarySong(path: "Duets/01.flac", modified: 1, size: 10,
+                    tags: [.artist: ["Björk", "Ólafur Arnalds"], .albumArtist: ["Björk"], .genre: ["Electronic", "Ambient"],
+                           .performer: ["Björk (vocals)", "Ólafur Arnalds (piano)"], .title: ["Together"]], duration: 2),
+        LibrarySong(path: "Duets/02.flac", modified: 1, size: 10,
+                    tags: [.artist: ["AC/DC", "Björk; Friends"], .genre: ["Rock/Pop"], .title: ["Friends"]], duration: 3),
+        LibrarySong(path: "Duets/03.flac", modified: 1, size: 10, tags: [.artist: ["Ólafur Arnalds"], .title: ["Solo"]], duration: 4),
+    ]
+
+    @Test func valueListsRoundTripAndEveryStoreAnswersAlike() throws {
+        let folder = try TemporaryFolder("sqlite")
+        defer { folder.remove() }
+        let sqlite = try SQLiteLibraryStore(file: folder.path + "/library.db")
+        defer { sqlite.close() }
+        let memory = InMemoryLibraryStore()
+        try sqlite.add(Self.duets)
+        try memory.add(Self.duets)
+        #expect(try sqlite.song(at: "Duets/01.flac") == Self.duets[0])
+        #expect(try sqlite.song(at: "Duets/02.flac")?.tags[.artist] == ["AC/DC", "Björk; Friends"])
+        let filters: [LibraryFilter] = [
+            .tag(.artist, TagMatch(.equals, "Björk")), .tag(.artist, TagMatch(.equals, "Ólafur Arnalds")),
+            .tag(.artist, TagMatch(.equals, "Björk; Friends")), .tag(.artist, TagMatch(.equals, "AC")),
+            .tag(.artist, TagMatch(.equals, "Björk", negated: true)), .tag(.albumArtist, TagMatch(.equals, "Ólafur Arnalds")),
+            .tag(.genre, TagMatch(.equals, "Ambient")), .tag(.performer, TagMatch(.contains, "piano")),
+        ]
+        let expected: [[String]] = [["Duets/01.flac"], ["Duets/01.flac", "Duets/03.flac"], ["Duets/02.flac"], [],
+                                    ["Duets/02.flac", "Duets/03.flac"], ["Duets/03.flac"], ["Duets/01.flac"], ["Duets/01.flac"]]
+        for (filter, paths) in zip(filters, expected) {
+            #expect(try sqlite.songs(matching: filter).map(\.path) == paths, "\(filter)")
+            #expect(try sqlite.songs(matching: filter) == (try memory.songs(matching: filter)), "\(filter)")
+        }
+        let stats = try sqlite.stats()
+        #expect(stats.artists == 4 && stats.songs == 3)
+        #expect(stats == (try memory.stats()))
+        let rows = try sqlite.tagValues(.artist, groupedBy: [.genre], matching: .and([]))
+        #expect(rows.map { $0.groups + [$0.value] } == [
+            ["", "Ólafur Arnalds"], ["Ambient", "Björk"], ["Ambient", "Ólafur Arnalds"], ["Electronic", "Björk"],
+            ["Electronic", "Ólafur Arnalds"], ["Rock/Pop", "AC/DC"], ["Rock/Pop", "Björk; Friends"],
+        ])
+        #expect(rows == (try memory.tagValues(.artist, groupedBy: [.genre], matching: .and([]))))
+    }
+
+    @Test func aVersionOneLibraryIsMigratedAndEveryFileMarkedForReading() throws {
+        let folder = try TemporaryFolder("sqlite")
+        defer { folder.remove() }
+        let file = folder.path + "/v1.db"
+        let old = try SQLiteConnection(file: file, readOnly: false)
+        try old.execute(SQLiteLibrarySchema.migrations[0])
+        try old.execute("PRAGMA user_version = 1")
+        try old.execute("INSERT INTO directory(id, path, parent_id, modified) VALUES (2, 'A', 1, 50)")
+        try old.execute("INSERT INTO song(directory_id, path, modified, size, artist) VALUES (2, 'A/x.flac', 50, 9, 'Björk;Ólafur Arnalds')")
+        old.close()
+        let store = try SQLiteLibraryStore(file: file)
+        defer { store.close() }
+        // FFmpeg had joined the two artists: the next scan must read the file again.
+        let song = try #require(try store.song(at: "A/x.flac"))
+        #expect(song.modified == -1)
+        #expect(song.tags[.artist] == ["Björk;Ólafur Arnalds"])
+        #expect(try store.listing(of: "").directories.map(\.modified) == [-1])
+        #expect(try store.integrityProblems().isEmpty)
+    }
 }
 
 extension Thread {

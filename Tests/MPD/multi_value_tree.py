@@ -105,7 +105,7 @@ def make(directory, mp4_lists=False):
         tag_vorbis(target, kind, tags)
         written.append(target)
     for version in (4, 3):
-        target = os.path.join(folder, f"{9 - version:02d} ID3v2.{version}.mp3")
+        target = os.path.join(folder, f"{8 - version:02d} ID3v2.{version}.mp3")
         shutil.copyfile(os.path.join(FIXTURES, "mp3_cbr_stereo_44k.mp3"), target)
         if _has_id3(target):
             ID3(target).delete()
