@@ -30,8 +30,8 @@ struct HarmoniaPlayServeTests {
         return dir
     }
 
-    @Test("the same sessions answer as MPD 0.23 does: the player's (status, playback, the queue, ids, versions, idle) and the database's (browse, find, search, list, count, covers, paths)",
-          arguments: ["session_player.txt", "session_database.txt"])
+    @Test("the same sessions answer as MPD 0.23 does: the player's (status, playback, the queue, ids, versions, idle), the database's (browse, find, search, list, count, covers, paths) and the stored playlists' (save, load, edits, names, errors)",
+          arguments: ["session_player.txt", "session_database.txt", "session_playlists.txt"])
     func differential(_ session: String) throws {
         let music = try Self.music(), dir = try Self.folder("diff")
         defer { try? FileManager.default.removeItem(atPath: dir) }
