@@ -74,6 +74,47 @@ struct HarmoniaPlayServeTests {
         #expect(python.status == 0, "\(python.stdoutText)\n\(python.stderrText)")
     }
 
+    @Test("stored playlists: kept in --playlist-dir as MPD writes them; every change wakes idle clients with stored_playlist; a music folder playlist's hostile entries are skipped")
+    func storedPlaylists() throws {
+        let help = try ProcessRunner.harmoniaPlay(["serve", "--help"])
+        #expect(help.stdoutText.contains("--playlist-dir"))
+        let music = try Self.music(), dir = try Self.folder("playlists")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let outside = try Self.folder("outside")
+        defer { try? FileManager.default.removeItem(atPath: outside) }
+        // A music folder playlist written by someone hostile, and one that is a link out.
+        var evil = Array("hires.flac\n../../../../etc/passwd\n/etc/passwd\nfile:///etc/passwd\n".utf8)
+        evil += Array(String(repeating: "y", count: 100_000).utf8) + [0x0A, 0x00, 0xFF, 0x0A]
+        evil += Array("../Other Artist/Second Album/02 Opus.opus\nhttp://example.com/s.mp3\n".utf8)
+        try Data(evil).write(to: URL(fileURLWithPath: music + "/loose/evil.m3u"))
+        try Data("/etc/passwd\n".utf8).write(to: URL(fileURLWithPath: outside + "/out.m3u"))
+        try FileManager.default.createSymbolicLink(atPath: music + "/loose/out.m3u", withDestinationPath: outside + "/out.m3u")
+
+        let server = try ServeProcess(music: music, folder: dir)
+        defer { _ = server.stop() }
+        try server.waitForLibrary(songs: Self.musicSongs)
+        let a = try server.client(), b = try server.client()
+        #expect(try a.command("listplaylist loose/evil.m3u") == [
+            "file: loose/hires.flac", "file: Other Artist/Second Album/02 Opus.opus", "file: http://example.com/s.mp3",
+        ])
+        #expect(try a.command("listplaylist loose/out.m3u") == ["ACK [50@0] {listplaylist} No such playlist"])
+        #expect(try a.command("load loose/evil.m3u") == [])
+        #expect(try a.fields("status")["playlistlength"] == "3")
+
+        // A idles; B changes the stored playlists; A hears of each change.
+        for change in ["save mine", "playlistadd mine loose/untagged.wav", "playlistmove mine 0 3", "playlistdelete mine 1",
+                       "playlistclear mine", "rename mine yours", "save mine", "rm yours"] {
+            a.sendRaw("idle stored_playlist\n")
+            #expect(try b.command(change) == [], "\(change)")
+            #expect(try a.command("noidle") == ["changed: stored_playlist"], "\(change): the idle client was not told")
+        }
+        // Files as MPD writes them: NAME.m3u, library paths and URLs, one a line.
+        let saved = FileManager.default.contents(atPath: dir + "/playlists/mine.m3u").map { String(decoding: $0, as: UTF8.self) }
+        #expect(saved == "loose/hires.flac\nOther Artist/Second Album/02 Opus.opus\nhttp://example.com/s.mp3\n")
+        #expect(try b.command("listplaylists").first == "playlist: mine")
+        #expect(!FileManager.default.fileExists(atPath: dir + "/playlists/yours.m3u"))
+    }
+
     @Test("security: beyond loopback needs --password; the password gates every command; paths stay in the music folder")
     func security() throws {
         let music = try Self.music(), dir = try Self.folder("security")
