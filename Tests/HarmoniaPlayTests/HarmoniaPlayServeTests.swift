@@ -113,6 +113,33 @@ struct HarmoniaPlayServeTests {
         #expect(saved == "loose/hires.flac\nOther Artist/Second Album/02 Opus.opus\nhttp://example.com/s.mp3\n")
         #expect(try b.command("listplaylists").first == "playlist: mine")
         #expect(!FileManager.default.fileExists(atPath: dir + "/playlists/yours.m3u"))
+        #expect(try b.command("save \"a\rb\"") == ["ACK [2@0] {save} Bad playlist name"])
+    }
+
+    @Test("kill -9 while a client edits a stored playlist: the file is a whole version, at least as new as the last answer; the server starts again on it")
+    func storedPlaylistAfterKill() throws {
+        let music = try Self.music(), dir = try Self.folder("playlist-kill")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let first = try ServeProcess(music: music, folder: dir)
+        try first.waitForLibrary(songs: Self.musicSongs)
+        let client = try first.client()
+        // 400 edits in flight; each `ping` answered means one more edit was (the pings queue behind them).
+        client.sendRaw(String(repeating: "playlistadd big loose/hires.flac\n", count: 400))
+        let answered = 50
+        for _ in 0..<answered { #expect(try client.command("ping") == []) }
+        #expect(first.stop(SIGKILL) != nil)
+
+        let bytes = FileManager.default.contents(atPath: dir + "/playlists/big.m3u").map { Array($0) } ?? []
+        let lines = String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(bytes.last == 0x0A, "the file ends with a whole line")
+        #expect(lines.dropLast().allSatisfy { $0 == "loose/hires.flac" }, "no torn line")
+        #expect(lines.count - 1 >= answered && lines.count - 1 <= 400, "\(lines.count - 1) entries")
+
+        let second = try ServeProcess(music: music, folder: dir)
+        defer { _ = second.stop() }
+        let again = try second.client()
+        #expect(try again.command("listplaylists").first == "playlist: big")
+        #expect(try again.command("listplaylist big").count == lines.count - 1)
     }
 
     @Test("security: beyond loopback needs --password; the password gates every command; paths stay in the music folder")
