@@ -45,6 +45,9 @@ struct ServeCommand: ParsableCommand {
     @Option(help: ArgumentHelp("The state file, or 'off' (default: $XDG_STATE_HOME/harmonia-play/state.json).", valueName: "FILE|off"))
     var state: String?
 
+    @Option(name: .customLong("playlist-dir"), help: ArgumentHelp("Where MPD's stored playlists are kept, as NAME.m3u; created on the first save (default: $XDG_DATA_HOME/harmonia-play/playlists).", valueName: "DIR"))
+    var playlistDir: String?
+
     @Option(name: .customLong("mpd-listen"), help: ArgumentHelp("Where MPD clients connect, or 'off' (default 127.0.0.1:6600; an address beyond loopback needs --password).", valueName: "[ADDR:]PORT|off"))
     var mpdListen: String = "127.0.0.1:6600"
 
@@ -91,7 +94,7 @@ struct ServeCommand: ParsableCommand {
 
     func run() throws {
         StderrLogHandler.bootstrap()
-        let paths = ServePaths(musicDir: musicDir, database: database, state: state)
+        let paths = ServePaths(musicDir: musicDir, database: database, state: state, playlists: playlistDir)
         let musicDirectory: MusicDirectory
         let store: SQLiteLibraryStore
         do throws(CoreError) {
@@ -164,7 +167,8 @@ struct ServeCommand: ParsableCommand {
                                      requestUpdate: { updater.requestUpdate() }, updateJob: { updater.currentJob },
                                      outputName: output.name)
             let pictures = FFmpegTagReaderAdapter()
-            let database = MPDDatabaseCommands(library: mpd.library) { path throws(CoreError) in
+            let storedPlaylists = StoredPlaylists(directory: paths.playlists)
+            let database = MPDDatabaseCommands(library: mpd.library, storedPlaylists: storedPlaylists) { path throws(CoreError) in
                 // readpicture: the song's embedded cover, as FFmpeg reads it.
                 guard let data = try pictures.read(url: path).artworkData else { return nil }
                 let bytes = Array(data)
@@ -172,7 +176,7 @@ struct ServeCommand: ParsableCommand {
                     : bytes.starts(with: [0x89, 0x50, 0x4E, 0x47]) ? "image/png" : nil
                 return (bytes, type)
             }
-            let handler = MPDPlayerHandler.player(mpd, database: database)
+            let handler = MPDPlayerHandler.player(mpd, database: database, storedPlaylists: storedPlaylists)
             player.add(MPDFrontend(server: MPDServer(configuration: server, handler: handler), player: mpd, updater: updater,
                                      announce: { Console.err("harmonia-play: " + $0) }))
         }
@@ -207,8 +211,11 @@ struct ServePaths {
     let database: String
     /// nil: no state file (`--state off`).
     let state: String?
+    /// MPD's stored playlists' folder (created on the first save).
+    let playlists: String
 
-    init(musicDir: String?, database: String?, state: String?, environment: [String: String] = ProcessInfo.processInfo.environment) {
+    init(musicDir: String?, database: String?, state: String?, playlists: String? = nil,
+         environment: [String: String] = ProcessInfo.processInfo.environment) {
         let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
         func base(_ variable: String, _ fallback: String) -> String {
             // XDG: a relative value is invalid and ignored.
@@ -218,6 +225,7 @@ struct ServePaths {
         self.musicDir = musicDir ?? home + "/Music"
         self.database = database ?? base("XDG_DATA_HOME", ".local/share") + "/harmonia-play/library.sqlite"
         self.state = state == "off" ? nil : (state ?? base("XDG_STATE_HOME", ".local/state") + "/harmonia-play/state.json")
+        self.playlists = playlists ?? base("XDG_DATA_HOME", ".local/share") + "/harmonia-play/playlists"
     }
 
     /// Creates the folder holding `file` (mode 0700 for what it creates).

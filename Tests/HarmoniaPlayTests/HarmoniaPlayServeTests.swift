@@ -30,8 +30,8 @@ struct HarmoniaPlayServeTests {
         return dir
     }
 
-    @Test("the same sessions answer as MPD 0.23 does: the player's (status, playback, the queue, ids, versions, idle) and the database's (browse, find, search, list, count, covers, paths)",
-          arguments: ["session_player.txt", "session_database.txt"])
+    @Test("the same sessions answer as MPD 0.23 does: the player's (status, playback, the queue, ids, versions, idle), the database's (browse, find, search, list, count, covers, paths) and the stored playlists' (save, load, edits, names, errors)",
+          arguments: ["session_player.txt", "session_database.txt", "session_playlists.txt"])
     func differential(_ session: String) throws {
         let music = try Self.music(), dir = try Self.folder("diff")
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -72,6 +72,74 @@ struct HarmoniaPlayServeTests {
         let script = Fixtures.repositoryRoot + "/Tests/MPD/clients_python_mpd2.py"
         let python = try ProcessRunner.run(Self.python, [script, String(server.port)])
         #expect(python.status == 0, "\(python.stdoutText)\n\(python.stderrText)")
+    }
+
+    @Test("stored playlists: kept in --playlist-dir as MPD writes them; every change wakes idle clients with stored_playlist; a music folder playlist's hostile entries are skipped")
+    func storedPlaylists() throws {
+        let help = try ProcessRunner.harmoniaPlay(["serve", "--help"])
+        #expect(help.stdoutText.contains("--playlist-dir"))
+        let music = try Self.music(), dir = try Self.folder("playlists")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let outside = try Self.folder("outside")
+        defer { try? FileManager.default.removeItem(atPath: outside) }
+        // A music folder playlist written by someone hostile, and one that is a link out.
+        var evil = Array("hires.flac\n../../../../etc/passwd\n/etc/passwd\nfile:///etc/passwd\n".utf8)
+        evil += Array(String(repeating: "y", count: 100_000).utf8) + [0x0A, 0x00, 0xFF, 0x0A]
+        evil += Array("../Other Artist/Second Album/02 Opus.opus\nhttp://example.com/s.mp3\n".utf8)
+        try Data(evil).write(to: URL(fileURLWithPath: music + "/loose/evil.m3u"))
+        try Data("/etc/passwd\n".utf8).write(to: URL(fileURLWithPath: outside + "/out.m3u"))
+        try FileManager.default.createSymbolicLink(atPath: music + "/loose/out.m3u", withDestinationPath: outside + "/out.m3u")
+
+        let server = try ServeProcess(music: music, folder: dir)
+        defer { _ = server.stop() }
+        try server.waitForLibrary(songs: Self.musicSongs)
+        let a = try server.client(), b = try server.client()
+        #expect(try a.command("listplaylist loose/evil.m3u") == [
+            "file: loose/hires.flac", "file: Other Artist/Second Album/02 Opus.opus", "file: http://example.com/s.mp3",
+        ])
+        #expect(try a.command("listplaylist loose/out.m3u") == ["ACK [50@0] {listplaylist} No such playlist"])
+        #expect(try a.command("load loose/evil.m3u") == [])
+        #expect(try a.fields("status")["playlistlength"] == "3")
+
+        // A idles; B changes the stored playlists; A hears of each change.
+        for change in ["save mine", "playlistadd mine loose/untagged.wav", "playlistmove mine 0 3", "playlistdelete mine 1",
+                       "playlistclear mine", "rename mine yours", "save mine", "rm yours"] {
+            a.sendRaw("idle stored_playlist\n")
+            #expect(try b.command(change) == [], "\(change)")
+            #expect(try a.command("noidle") == ["changed: stored_playlist"], "\(change): the idle client was not told")
+        }
+        // Files as MPD writes them: NAME.m3u, library paths and URLs, one a line.
+        let saved = FileManager.default.contents(atPath: dir + "/playlists/mine.m3u").map { String(decoding: $0, as: UTF8.self) }
+        #expect(saved == "loose/hires.flac\nOther Artist/Second Album/02 Opus.opus\nhttp://example.com/s.mp3\n")
+        #expect(try b.command("listplaylists").first == "playlist: mine")
+        #expect(!FileManager.default.fileExists(atPath: dir + "/playlists/yours.m3u"))
+        #expect(try b.command("save \"a\rb\"") == ["ACK [2@0] {save} Bad playlist name"])
+    }
+
+    @Test("kill -9 while a client edits a stored playlist: the file is a whole version, at least as new as the last answer; the server starts again on it")
+    func storedPlaylistAfterKill() throws {
+        let music = try Self.music(), dir = try Self.folder("playlist-kill")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let first = try ServeProcess(music: music, folder: dir)
+        try first.waitForLibrary(songs: Self.musicSongs)
+        let client = try first.client()
+        // 400 edits in flight; each `ping` answered means one more edit was (the pings queue behind them).
+        client.sendRaw(String(repeating: "playlistadd big loose/hires.flac\n", count: 400))
+        let answered = 50
+        for _ in 0..<answered { #expect(try client.command("ping") == []) }
+        #expect(first.stop(SIGKILL) != nil)
+
+        let bytes = FileManager.default.contents(atPath: dir + "/playlists/big.m3u").map { Array($0) } ?? []
+        let lines = String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(bytes.last == 0x0A, "the file ends with a whole line")
+        #expect(lines.dropLast().allSatisfy { $0 == "loose/hires.flac" }, "no torn line")
+        #expect(lines.count - 1 >= answered && lines.count - 1 <= 400, "\(lines.count - 1) entries")
+
+        let second = try ServeProcess(music: music, folder: dir)
+        defer { _ = second.stop() }
+        let again = try second.client()
+        #expect(try again.command("listplaylists").first == "playlist: big")
+        #expect(try again.command("listplaylist big").count == lines.count - 1)
     }
 
     @Test("security: beyond loopback needs --password; the password gates every command; paths stay in the music folder")

@@ -362,12 +362,16 @@ Written normalisation (everything else is compared byte for byte):
   - status: `bitrate: N` -> `bitrate: <bitrate>` (MPD: the decoder's current rate; ours: the file's average).
   - queue ids: values of `Id:` (playlistinfo, addid, plchangesposid), `songid:` and
     `nextsongid:` are renamed by order of first appearance in the recording (<id1>, <id2>, ...).
-  - `Last-Modified` is kept (the tree has fixed mtimes).
+  - `Last-Modified` is kept (the tree has fixed mtimes), but for stored playlists' (below).
   - only with --decoder-facts EXT,...: `Format:` and `duration:` of songs whose file has one of
     these extensions -> `<decoder>` (MPD's mad and Opus plugins count the encoder's padding;
     the engine reports the exact length).
   - only with --tag-order: a song's tag lines are sorted into MPD's tag-type order (MPD
     prints them in the file's order; HarmoniaMPD in tag-type order).
+  - stored playlists (a `playlist: NAME` line whose NAME has no `/`: the test tree has no
+    playlist file at its top): the `Last-Modified` line after it -> `<stored>` (the time of
+    the run), and a run of such records is sorted by name (MPD lists its playlist folder
+    in readdir order; HarmoniaMPD by name).
 """
 
 # MPD's tag names in its tag-type order (src/tag/Names.c, 0.23).
@@ -408,6 +412,28 @@ def sort_tag_runs(lines):
     return out
 
 
+def sort_stored_playlists(lines):
+    """Masks a stored playlist's Last-Modified and sorts each run of stored playlist records by name."""
+    out, run, i = [], [], 0
+    while i <= len(lines):
+        line = lines[i] if i < len(lines) else None
+        if line is not None and line.startswith("playlist: ") and "/" not in line[len("playlist: "):]:
+            record = [line]
+            if i + 1 < len(lines) and lines[i + 1].startswith("Last-Modified: "):
+                record.append("Last-Modified: <stored>")
+                i += 1
+            run.append(record)
+            i += 1
+            continue
+        for record in sorted(run, key=lambda r: r[0].encode("utf-8")):
+            out += record
+        run = []
+        if line is not None:
+            out.append(line)
+        i += 1
+    return out
+
+
 def normalise(recording, tag_order=False, decoder_facts=()):
     ids = {}
     out = []
@@ -428,6 +454,7 @@ def normalise(recording, tag_order=False, decoder_facts=()):
             answer.append(line)
         if tag_order:
             answer = sort_tag_runs(answer)
+        answer = sort_stored_playlists(answer)
         out.append({"send": exchange["send"], "answer": answer})
     return {"greeting": recording["greeting"], "exchanges": out}
 

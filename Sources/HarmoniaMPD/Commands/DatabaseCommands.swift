@@ -28,13 +28,18 @@ public struct MPDDatabaseCommands: MPDCommandGroup {
 
     let library: MPDLibraryAccess
     let readPicture: PictureReader
+    let storedPlaylists: StoredPlaylists?
 
     /// - Parameters:
     ///   - library: the store, the music directory, updates and the queue.
+    ///   - storedPlaylists: listed by `lsinfo` of the top, as MPD lists its
+    ///     playlist directory's (specs/mpd-protocol.md §Stored playlists); nil: none.
     ///   - readPicture: the embedded-picture reader for `readpicture` (the
     ///     composition passes FFmpeg's); by default no file has a picture.
-    public init(library: MPDLibraryAccess, readPicture: @escaping PictureReader = { _ in nil }) {
+    public init(library: MPDLibraryAccess, storedPlaylists: StoredPlaylists? = nil,
+                readPicture: @escaping PictureReader = { _ in nil }) {
         self.library = library
+        self.storedPlaylists = storedPlaylists
         self.readPicture = readPicture
     }
 
@@ -103,6 +108,10 @@ public struct MPDDatabaseCommands: MPDCommandGroup {
         for song in Self.walkOrder(listing.songs) where !writer.isFull { writer.appendSong(song) }
         for playlist in listing.playlists where !writer.isFull { appendPlaylist(playlist, full: true, into: &writer) }
         for directory in listing.directories where !writer.isFull { appendDirectory(directory, full: true, into: &writer) }
+        if uri.isEmpty, let storedPlaylists {
+            // MPD lists its stored playlists after the top's folders.
+            MPDStoredPlaylistCommands.appendPlaylists(try storedPlaylists.list(), into: &writer)
+        }
     }
 
     /// `listall [URI]` / `listallinfo [URI]`: the folder itself (unless the

@@ -51,7 +51,8 @@ public final class MPDPlayer: @unchecked Sendable {
         lock.withLock { self.notifier = notifier }
     }
 
-    private func notify(_ changed: MPDSubsystems) { lock.withLock { notifier }?(changed) }
+    /// Tells idle clients of `changed` (any thread): the server's `notify`.
+    func notify(_ changed: MPDSubsystems) { lock.withLock { notifier }?(changed) }
 
     /// Runs `body` on the main loop; a `CoreError` becomes MPD's ACK for it.
     func run<T: Sendable>(_ body: @escaping @Sendable () throws(MPDError) -> T) throws(MPDError) -> T {
@@ -166,6 +167,29 @@ public final class MPDPlayer: @unchecked Sendable {
                      title: song.first(.title), album: song.first(.album), duration: song.duration, artists: song.tags[.artist])
     }
 
+    /// The tracks `uri` names: a song, a folder's songs in MPD's add order
+    /// ("" or "/" the whole library), or an http(s) stream. Paths stay in the
+    /// music directory: anything else is "No such directory"/"No such song".
+    func tracks(forURI uri: String, single: Bool) throws(MPDError) -> [Track] {
+        let lowered = uri.lowercased()
+        if lowered.hasPrefix("http://") || lowered.hasPrefix("https://") { return [Track(url: uri)] }
+        let relative = uri == "/" ? "" : uri
+        // The path must resolve inside the music directory (.., absolute, file://, links out).
+        do throws(CoreError) { _ = try library.musicDirectory.resolve(relative) } catch {
+            throw MPDError(.noExist, single ? "No such song" : "No such directory")
+        }
+        let store = library.store
+        do throws(CoreError) {
+            if let song = try store.song(at: relative) { return [track(for: song)] }
+            guard !single else { throw CoreError.notFound("no such song") }
+            return try store.songsForAdd(under: relative).map(track(for:))
+        } catch .notFound {
+            throw MPDError(.noExist, single ? "No such song" : "No such directory")
+        } catch {
+            throw MPDError(error)
+        }
+    }
+
     /// Writes one queue entry as MPD does (`playlistinfo`, `currentsong`).
     func write(_ entry: QueueLedger.Entry, position: Int, into writer: inout MPDResponseWriter) {
         let song = song(for: entry.track)
@@ -230,10 +254,14 @@ extension MPDPlayer {
 }
 
 extension MPDPlayerHandler {
-    /// The handler for `serve`: status and playback, the queue, and the database.
-    public static func player(_ player: MPDPlayer, database: any MPDCommandGroup) -> MPDPlayerHandler {
-        MPDPlayerHandler(groups: [MPDStatusCommands(player: player), MPDPlaybackCommands(player: player),
-                                  MPDQueueCommands(player: player), database])
+    /// The handler for `serve`: status and playback, the queue, the
+    /// database, and the stored playlists when there is a folder for them.
+    public static func player(_ player: MPDPlayer, database: any MPDCommandGroup,
+                              storedPlaylists: StoredPlaylists? = nil) -> MPDPlayerHandler {
+        var groups: [any MPDCommandGroup] = [MPDStatusCommands(player: player), MPDPlaybackCommands(player: player),
+                                             MPDQueueCommands(player: player), database]
+        if let storedPlaylists { groups.append(MPDStoredPlaylistCommands(player: player, playlists: storedPlaylists)) }
+        return MPDPlayerHandler(groups: groups)
     }
 }
 

@@ -38,7 +38,7 @@ public struct MPDQueueCommands: MPDCommandGroup {
         let service = player.service
         switch request.command {
         case "add", "addid":
-            let tracks = try tracksFor(uri: args[0], single: request.command == "addid")
+            let tracks = try player.tracks(forURI: args[0], single: request.command == "addid")
             let position = try args.count > 1 ? Int(MPDArgument.unsigned(args[1])) : nil
             let ids = try player.run { () throws(MPDError) in try player.enqueue(tracks: tracks, at: position) }
             if request.command == "addid", let id = ids.first { writer.append("Id", id) }
@@ -145,29 +145,6 @@ public struct MPDQueueCommands: MPDCommandGroup {
             }
         default:
             throw MPDError.unknownCommand(request.command)
-        }
-    }
-
-    /// The tracks `uri` names: a song, a folder's songs in MPD's add order
-    /// ("" or "/" the whole library), or an http(s) stream. Paths stay in the
-    /// music directory: anything else is "No such directory"/"No such song".
-    private func tracksFor(uri: String, single: Bool) throws(MPDError) -> [Track] {
-        let lowered = uri.lowercased()
-        if lowered.hasPrefix("http://") || lowered.hasPrefix("https://") { return [Track(url: uri)] }
-        let relative = uri == "/" ? "" : uri
-        // The path must resolve inside the music directory (.., absolute, file://, links out).
-        do throws(CoreError) { _ = try player.library.musicDirectory.resolve(relative) } catch {
-            throw MPDError(.noExist, single ? "No such song" : "No such directory")
-        }
-        let store = player.library.store
-        do throws(CoreError) {
-            if let song = try store.song(at: relative) { return [player.track(for: song)] }
-            guard !single else { throw CoreError.notFound("no such song") }
-            return try store.songsForAdd(under: relative).map(player.track(for:))
-        } catch .notFound {
-            throw MPDError(.noExist, single ? "No such song" : "No such directory")
-        } catch {
-            throw MPDError(error)
         }
     }
 

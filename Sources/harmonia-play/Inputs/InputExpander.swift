@@ -62,13 +62,7 @@ struct InputExpander {
     }
 
     /// `http` for `http://host/x`; nil for a path.
-    static func scheme(of text: String) -> String? {
-        guard let colon = text.range(of: "://"), colon.lowerBound > text.startIndex else { return nil }
-        let name = text[..<colon.lowerBound]
-        guard name.first!.isLetter, name.allSatisfy({ $0.isLetter || $0.isNumber || "+-.".contains($0) }),
-              name.allSatisfy(\.isASCII) else { return nil }
-        return name.lowercased()
-    }
+    static func scheme(of text: String) -> String? { PlaylistParsers.scheme(of: text) }
 
     /// The local path of a path or `file://` URL; nil for other URLs.
     static func localPath(_ input: String) -> String? {
