@@ -28,9 +28,11 @@ import Glibc
 /// `Playlist exists already` (EXIST), `Stored playlist is too large`
 /// (PLAYLIST_MAX), and SYSTEM with the failing call for an I/O error.
 ///
-/// Threads: any. Every operation holds one lock, so edits from several
-/// connections never interleave (each read-modify-write is whole). One
-/// process per folder is assumed; the lock does not cover another process.
+/// Threads: any. Every operation holds one lock, and `flock` on the folder,
+/// so edits from several connections, or from two servers sharing the
+/// folder, never interleave (each read-modify-write is whole). A temporary
+/// file a crash left behind is removed by the next listing (under the
+/// folder's lock no write is in progress).
 public final class StoredPlaylists: @unchecked Sendable {
     /// A playlist in the folder: its name and modification time (seconds since 1970).
     public struct Info: Sendable, Equatable {
@@ -83,6 +85,10 @@ public final class StoredPlaylists: @unchecked Sendable {
             var found: [Info] = []
             while let entry = readdir(stream) {
                 let bytes = withUnsafeBytes(of: &entry.pointee.d_name) { Array($0.prefix { $0 != 0 }) }
+                if bytes.starts(with: Self.temporaryPrefix.utf8), bytes.suffix(4).elementsEqual(".tmp".utf8) {
+                    unlinkat(folder, (bytes + [0]).map { CChar(bitPattern: $0) }, 0)  // left by a crash
+                    continue
+                }
                 guard bytes.count > 4, bytes.suffix(4).elementsEqual(".m3u".utf8),
                       let name = String(validating: bytes.dropLast(4), as: UTF8.self), Self.isValidName(name) else { continue }
                 var info = stat()
@@ -159,8 +165,9 @@ public final class StoredPlaylists: @unchecked Sendable {
         try Self.check(name)
         try Self.check(newName)
         try lock.withLock { () throws(MPDError) in
-            guard let folder = try openFolder(create: false), existsLocked(name, in: folder) else { throw .noSuchPlaylist }
+            guard let folder = try openFolder(create: false) else { throw .noSuchPlaylist }
             defer { close(folder) }
+            guard existsLocked(name, in: folder) else { throw .noSuchPlaylist }
             guard !existsLocked(newName, in: folder) else { throw MPDError(.exist, "Playlist exists already") }
             guard renameat(folder, Self.fileName(name), folder, Self.fileName(newName)) == 0 else {
                 throw Self.systemError("renameat", name)
@@ -192,6 +199,9 @@ public final class StoredPlaylists: @unchecked Sendable {
 
     private static func fileName(_ name: String) -> String { name + ".m3u" }
 
+    /// How temporary files begin (never a playlist: those end in `.m3u`).
+    static let temporaryPrefix = ".harmonia-"
+
     /// The folder, opened; nil when it does not exist and `create` is false.
     private func openFolder(create: Bool) throws(MPDError) -> Int32? {
         var fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
@@ -206,6 +216,13 @@ public final class StoredPlaylists: @unchecked Sendable {
             fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         }
         guard fd >= 0 else { throw Self.systemError("open", "the playlist folder") }
+        // Another process sharing the folder waits here (closing `fd` unlocks).
+        while flock(fd, LOCK_EX) != 0 {
+            guard errno == EINTR else {
+                close(fd)
+                throw Self.systemError("flock", "the playlist folder")
+            }
+        }
         return fd
     }
 
@@ -245,7 +262,7 @@ public final class StoredPlaylists: @unchecked Sendable {
     /// the name exists), fsync of the folder.
     private func write(_ entries: [String], to name: String, in folder: Int32, replace: Bool) throws(MPDError) {
         serial += 1
-        let temporary = ".harmonia-\(getpid())-\(serial).tmp"
+        let temporary = "\(Self.temporaryPrefix)\(getpid())-\(serial).tmp"
         var text = [UInt8]()
         for entry in entries where !entry.utf8.contains(where: { $0 == 0x0A || $0 == 0x0D || $0 == 0 }) {
             text += entry.utf8

@@ -97,6 +97,7 @@ import Testing
         // What a kill -9 between the temporary file and the rename leaves.
         try tree.file("p/.harmonia-1-1.tmp", Array("half\n".utf8))
         #expect(try store.list().map(\.name) == ["a"])
+        #expect(!FileManager.default.fileExists(atPath: folder + "/.harmonia-1-1.tmp"), "the listing removes what a crash left")
         try store.edit("a") { $0.insert("0.flac", at: 0) }
         #expect(try store.entries(of: "a") == ["0.flac", "1.flac", "2.flac"])
     }
@@ -122,6 +123,25 @@ import Testing
         for thread in 0..<8 {  // each thread's own appends in its order
             #expect(entries.filter { $0.hasPrefix("t\(thread)/") } == (0..<25).map { "t\(thread)/\($0).flac" })
         }
+    }
+
+    @Test("two stores on one folder (two servers sharing it) never interleave: flock on the folder")
+    func twoStoresOnOneFolder() throws {
+        let tree = try TemporaryTree()
+        // flock locks belong to an open file description: two stores are as two processes.
+        let stores = [StoredPlaylists(directory: tree.root + "/p"), StoredPlaylists(directory: tree.root + "/p")]
+        let failures = LockedValue(0)
+        DispatchQueue.concurrentPerform(iterations: 8) { thread in
+            for i in 0..<25 {
+                do throws(MPDError) {
+                    try stores[thread % 2].edit("shared", createIfMissing: true) { $0.append("t\(thread)/\(i).flac") }
+                } catch {
+                    failures.withLock { $0 += 1 }
+                }
+            }
+        }
+        #expect(failures.withLock { $0 } == 0)
+        #expect(Set(try stores[0].entries(of: "shared")).count == 200)
     }
 
     @Test("links in the folder are never followed: not read, not written through, removed as links; the target is untouched")
