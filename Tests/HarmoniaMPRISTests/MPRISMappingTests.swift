@@ -67,6 +67,24 @@ struct MPRISMappingTests {
         #expect(value.signature == "a{sv}")
     }
 
+    @Test("Metadata of a duet: every artist, album artist, genre and composer, in file order, as xesam lists")
+    func metadataLists() {
+        var tags = TagBundle(title: "Together")
+        tags.artists = ["Björk", "Ólafur Arnalds"]
+        tags.albumArtists = ["Björk"]
+        tags.genres = ["Electronic", "Ambient"]
+        tags.composers = ["AC/DC; Friends", "B"]
+        let value = MPRISMapping.metadata(track: Track(url: "/m/x.flac"), tags: tags, lengthSeconds: nil, artURL: nil, currentDirectory: "/")
+        #expect(value["xesam:artist"] == .strings(["Björk", "Ólafur Arnalds"]))
+        #expect(value["xesam:albumArtist"] == .strings(["Björk"]))
+        #expect(value["xesam:genre"] == .strings(["Electronic", "Ambient"]))
+        #expect(value["xesam:composer"] == .strings(["AC/DC; Friends", "B"]))
+        // The queue entry's artists (the library's, under serve) win over the file's.
+        let queued = Track(url: "/m/x.flac", artists: ["A", "B"])
+        #expect(MPRISMapping.metadata(track: queued, tags: tags, lengthSeconds: nil, artURL: nil, currentDirectory: "/")["xesam:artist"]
+                == .strings(["A", "B"]))
+    }
+
     @Test("Metadata without tags: the file name as title, no empty fields; no track: NoTrack alone")
     func metadataSparse() {
         let bare = MPRISMapping.metadata(track: Track(url: "http://host/live.ogg"), tags: nil, lengthSeconds: nil,

@@ -26,6 +26,21 @@ struct SnapcastControlMappingTests {
             """)
     }
 
+    @Test("a duet: the player's artists array becomes Snapcast's artist list; album artists as read")
+    func artistLists() throws {
+        let status = Self.json("""
+            {"state":"playing","position":1,"duration":2,"volume":50,"muted":false,"index":0,"count":1,"repeat":"off","shuffle":false,
+             "track":{"id":"E2","url":"/m/d.flac","title":"Together","artist":"Björk; Ólafur Arnalds",
+                      "artists":["Björk","Ólafur Arnalds"],"album":"Duets","duration":2}}
+            """)
+        let snapshot = try #require(PlayerSnapshot(status: status))
+        let metadata = SnapcastProperties.properties(snapshot, albumArtists: ["Björk", "Ólafur Arnalds"])["metadata"]
+        #expect(metadata?["artist"] == .array([.string("Björk"), .string("Ólafur Arnalds")]))
+        #expect(metadata?["albumArtist"] == .array([.string("Björk"), .string("Ólafur Arnalds")]))
+        // An older player without `artists`: its one artist string.
+        #expect(PlayerSnapshot(status: Self.playing)?.artists == ["Artist"])
+    }
+
     @Test("every property is always present (snapserver replaces the whole set)")
     func complete() throws {
         let keys = ["playbackStatus", "loopStatus", "shuffle", "volume", "position", "canGoNext", "canGoPrevious",
