@@ -39,6 +39,14 @@ public struct FFmpegTagReaderAdapter: TagReaderPort {
         return (tags, session.info)
     }
 
+    /// The list fields alone, read from `bytes` as from a file's native tag
+    /// blocks (`NativeTagLists`), nothing from FFmpeg. For the fuzz targets.
+    package static func listTags(fromBytes bytes: [UInt8]) -> TagBundle {
+        var tags = TagBundle()
+        NativeTagLists.read(from: TagMemorySource(data: bytes))?.apply(to: &tags)
+        return tags
+    }
+
     /// TagBundle fields from metadata entries (key, value) in file order, as
     /// `read(url:)` maps a file's metadata. For the fuzz targets.
     package static func tags(fromMetadata entries: [(key: String, value: String)]) -> TagBundle {

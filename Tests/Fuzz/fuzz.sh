@@ -24,7 +24,7 @@ FUZZ_SECONDS=${FUZZ_SECONDS:-180}
 FUZZ_WORK=${FUZZ_WORK:-$ROOT/.build-fuzz/work}
 FUZZ_JOBS=${FUZZ_JOBS:-1}
 FUZZ_FLAGS=${FUZZ_FLAGS:-}
-TARGETS=(decode tags metadata playlist control)
+TARGETS=(decode tags taglists metadata playlist control)
 BINARY=$ROOT/.build-fuzz/release/harmonia-play
 # Swift's own crash backtracer would take over the trap signal from libFuzzer.
 export SWIFT_BACKTRACE=enable=no
@@ -53,7 +53,7 @@ seeds() {
     local target=$1 dir=$2
     rm -rf "$dir" && mkdir -p "$dir"
     case $target in
-        decode|tags)
+        decode|tags|taglists)
             for f in Tests/Fixtures/audio/* Tests/Fixtures/bad/* Tests/Fixtures/gapless/*; do
                 case $f in *.json) continue ;; esac
                 cp "$f" "$dir/"
@@ -67,7 +67,7 @@ seeds() {
 target_flags() {
     local target=$1
     case $target in
-        decode|tags) echo -n "-max_len=262144 " ;;
+        decode|tags|taglists) echo -n "-max_len=262144 " ;;
         *) echo -n "-max_len=16384 " ;;
     esac
     [ -f "Tests/Fuzz/dicts/$target.dict" ] && echo -n "-dict=$ROOT/Tests/Fuzz/dicts/$target.dict"

@@ -19,6 +19,10 @@ enum FuzzTarget: String, CaseIterable, Sendable {
     /// The bytes as a file through the tag reader, `info`'s output and the
     /// ReplayGain factor.
     case tags
+    /// The bytes as a file through the parsers of native tag blocks alone
+    /// (Vorbis comments, ID3v2, MP4 ilst, APEv2: the value lists), then as
+    /// `tags` uses the result; no FFmpeg, so many more inputs a second.
+    case taglists
     /// The bytes as `key=value` metadata lines through the tag mapping alone
     /// (what FFmpeg's metadata becomes), then as `tags` uses the result.
     case metadata
@@ -34,6 +38,7 @@ enum FuzzTarget: String, CaseIterable, Sendable {
         switch self {
         case .decode: FuzzTargets.decode(data)
         case .tags: FuzzTargets.tags(data)
+        case .taglists: FuzzTargets.tagLists(data)
         case .metadata: FuzzTargets.metadata(data)
         case .playlist: FuzzTargets.playlist(data)
         case .control: FuzzTargets.control(data)
@@ -146,6 +151,17 @@ enum FuzzTargets {
         let tags = FFmpegTagReaderAdapter.tags(fromMetadata: entries)
         use(tags: tags, stream: StreamInfo(totalFrames: 44_100, sampleRate: 44_100, channels: 2, bitDepth: 16, codec: "pcm_s16le"))
         return "\(entries.count) metadata entries"
+    }
+
+    // MARK: taglists
+
+    static func tagLists(_ data: [UInt8]) -> String {
+        let tags = FFmpegTagReaderAdapter.listTags(fromBytes: data)
+        for list in [tags.artists, tags.albumArtists, tags.composers, tags.genres, tags.performers, tags.musicBrainz.artistIDs] {
+            precondition(list.count <= 4096, "more values than the bound: \(list.count)")
+        }
+        use(tags: tags, stream: StreamInfo(totalFrames: 44_100, sampleRate: 44_100, channels: 2, bitDepth: 16, codec: "flac"))
+        return "\(tags.artists.count) artists, \(tags.genres.count) genres"
     }
 
     /// Everything the player does with a file's tags: `info` in both forms and the ReplayGain factor.
