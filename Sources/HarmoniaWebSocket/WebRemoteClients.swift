@@ -19,6 +19,8 @@ public final class WebClient: Sendable {
         /// Requests handed to the main loop and not yet answered.
         var inFlight = 0
         var closed = false
+        /// The stamp of the last event before the client connected.
+        var connectStamp: UInt64 = 0
     }
 
     /// Requests of one client waiting for the main loop, at most; beyond
@@ -37,6 +39,12 @@ public final class WebClient: Sendable {
     public var isAuthenticated: Bool { state.withLockedValue { $0.authenticated && !$0.closed } }
 
     func authenticate() { state.withLockedValue { $0.authenticated = true } }
+
+    /// The stamp of the last event made before this client connected: it
+    /// gets only the events after it (`WebRemoteHub.broadcast(_:stamp:)`).
+    var connectStamp: UInt64 { state.withLockedValue { $0.connectStamp } }
+
+    func noteConnected(stamp: UInt64) { state.withLockedValue { $0.connectStamp = stamp } }
 
     /// Sends one message as a text frame; nothing once the client is closing.
     public func send(_ text: String) {
@@ -109,6 +117,8 @@ public final class WebRemoteHub: Sendable {
     }
 
     private let clients = NIOLockedValueBox<[ObjectIdentifier: WebClient]>([:])
+    /// Where a new client reads the stamp of the last event before it came.
+    private let stampSource = NIOLockedValueBox<@Sendable () -> UInt64>({ 0 })
     private let receiver = NIOLockedValueBox<(@Sendable (Request) -> Void)?>(nil)
     /// When the last wrong token was answered (monotonic seconds): the next
     /// is answered `failedAuthDelay` after it at the earliest.
@@ -124,7 +134,21 @@ public final class WebRemoteHub: Sendable {
         receiver.withLockedValue { $0 = body }
     }
 
-    func add(_ client: WebClient) { clients.withLockedValue { $0[ObjectIdentifier(client)] = client } }
+    /// Sets where each new client reads the stamp of the last event made
+    /// before it connected (the application's `EventInbox.lastStamp`); call
+    /// before the server starts.
+    public func setStampSource(_ source: @escaping @Sendable () -> UInt64) {
+        stampSource.withLockedValue { $0 = source }
+    }
+
+    /// A client connected: it is owed the events stamped after now.
+    func add(_ client: WebClient) {
+        let source = stampSource.withLockedValue { $0 }
+        clients.withLockedValue {
+            client.noteConnected(stamp: source())
+            $0[ObjectIdentifier(client)] = client
+        }
+    }
 
     func remove(_ client: WebClient) { _ = clients.withLockedValue { $0.removeValue(forKey: ObjectIdentifier(client)) } }
 
@@ -142,10 +166,14 @@ public final class WebRemoteHub: Sendable {
     /// and handed to each event loop in one task for all its clients (one
     /// wake-up per event, not one per client). A task runs after the replies
     /// handed over before it, so the order of replies and events holds.
-    public func broadcast(_ text: String) {
+    ///
+    /// - Parameter stamp: when the event happened (`setStampSource`): a
+    ///   client that connected after it does not get it (nil: everyone).
+    public func broadcast(_ text: String, stamp: UInt64? = nil) {
         let frame = WebSocketFrame(fin: true, opcode: .text, data: ByteBuffer(string: text))
         var byLoop: [ObjectIdentifier: (any EventLoop, [any Channel])] = [:]
         for client in clients.withLockedValue({ Array($0.values) }) where client.isAuthenticated {
+            if let stamp, stamp <= client.connectStamp { continue }
             let loop = client.channel.eventLoop
             byLoop[ObjectIdentifier(loop), default: (loop, [])].1.append(client.channel)
         }

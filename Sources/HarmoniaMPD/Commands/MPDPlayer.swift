@@ -91,14 +91,18 @@ public final class MPDPlayer: @unchecked Sendable {
     func setRepeat(_ repeatOn: Bool? = nil, single: Bool? = nil) {
         let current = modes
         let repeatOn = repeatOn ?? current.repeat, single = single ?? current.single
+        guard repeatOn != current.repeat || single != current.single else { return }  // MPD: no change, no idle
         lock.withLock { singleMode = single }
         service.setRepeatMode(repeatOn ? (single ? .one : .all) : .off)
         notify(.options)
     }
 
     func setConsume(_ on: Bool) {
-        lock.withLock { consumeMode = on }
-        notify(.options)
+        let changed = lock.withLock { () -> Bool in
+            defer { consumeMode = on }
+            return consumeMode != on
+        }
+        if changed { notify(.options) }
     }
 
     var isOutputEnabled: Bool { lock.withLock { outputEnabled } }
