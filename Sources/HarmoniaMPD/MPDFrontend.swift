@@ -61,6 +61,7 @@ public final class MPDFrontend: PlayerFrontend {
         case .stateChanged(let state):
             changed.insert(.player)
             player.notePlaying(state == .playing || state == .buffering)
+            changed.formUnion(derive())  // single oneshot turns itself off at a song border
         case .trackStarted, .seekCompleted:
             changed.insert(.player)
         case .trackEnded(_, let track, let reason):

@@ -216,6 +216,7 @@ public final class PlayerApplication: @unchecked Sendable {
                 }
             case .event(let event):
                 for frontend in frontends { frontend.show(event, stamp: stamp) }
+                actions.followBorder(event)
                 switch event {
                 case .error:
                     failures += 1

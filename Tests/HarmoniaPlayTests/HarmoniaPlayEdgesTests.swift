@@ -1,0 +1,47 @@
+// Edges of MPD's playback commands as MPD 0.23 answers them (issue 29):
+// next/previous/seekcur when stopped, play past the end, single oneshot
+// — specs/mpd-protocol.md §Command groups, specs/application.md §Single mode.
+import Foundation
+import HarmoniaTestSupport
+import Testing
+
+@Suite("harmonia-play serve: MPD's playback edges", .serialized)
+struct HarmoniaPlayEdgesTests {
+    typealias Serve = HarmoniaPlayServeTests
+
+    @Test("the edges session answers as MPD 0.23 does (Tests/MPD/session_edges.txt)")
+    func differential() throws {
+        let music = try Serve.music(), dir = try Serve.folder("edges")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let server = try ServeProcess(music: music, folder: dir)
+        defer { server.stop() }
+        try server.waitForLibrary(songs: Serve.musicSongs)
+        let result = try ProcessRunner.run(Serve.python, [Serve.harness, "against", "--port", String(server.port),
+                                                          "--script", Fixtures.repositoryRoot + "/Tests/MPD/session_edges.txt",
+                                                          "--music", music, "--tag-order"])
+        #expect(result.status == 0, "\(result.stdoutText.suffix(4000))\n\(result.stderrText.suffix(2000))")
+        #expect(result.stdoutText.contains("equal:"))
+    }
+
+    @Test("single oneshot: at the end of the song the player pauses at the next one's start, and single turns off")
+    func singleOneshot() throws {
+        let music = try Serve.music(), dir = try Serve.folder("oneshot")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let server = try ServeProcess(music: music, folder: dir)
+        defer { server.stop() }
+        try server.waitForLibrary(songs: Serve.musicSongs)
+        let client = try server.client()
+        #expect(try client.command("add \"loose\"") == [])  // two songs of 1 s
+        #expect(try client.command("single oneshot") == [])
+        #expect(try client.fields("status")["single"] == "oneshot")
+        _ = try client.command("idle options")  // the single set above
+        #expect(try client.command("play 0") == [])
+        // The song plays out (1 s); the answer to this idle is single turning off.
+        #expect(try client.command("idle options") == ["changed: options"])
+        let status = try client.fields("status")
+        #expect(status["single"] == "0")
+        #expect(status["state"] == "pause")
+        #expect(status["song"] == "1")
+        #expect((status["elapsed"].flatMap(Double.init) ?? 9) < 0.05, "\(status)")
+    }
+}
