@@ -16,18 +16,26 @@ public final class WebClient: Sendable {
 
     private struct State {
         var authenticated: Bool
-        /// Requests handed to the main loop and not yet answered.
-        var inFlight = 0
+        /// A request of this client is on the main loop (at most one).
+        var inFlight = false
+        /// Requests read and waiting for the one in flight to be answered.
+        var waiting: [[UInt8]] = []
+        var waitingHead = 0
+        var waitingBytes = 0
+        var readingPaused = false
         var closed = false
         /// The stamp of the last event before the client connected.
         var connectStamp: UInt64 = 0
     }
 
-    /// Requests of one client waiting for the main loop, at most; beyond
-    /// that its socket is not read (its requests wait in the network). Small,
-    /// so that a client sending without pause holds up the others' requests
-    /// by at most this many of its own.
-    static let maxInFlight = 16
+    /// Requests of one client read and waiting for its request on the main
+    /// loop to be answered: past this many its socket is not read (they wait
+    /// in the network). Only one request per client is on the main loop at
+    /// a time, so one client's backlog never queues ahead of the others'.
+    static let maxWaiting = 16
+    /// What a client may have waiting at all (frames already read when
+    /// reading paused): past it, the client is closed (1008).
+    static let maxWaitingBytes = 4 << 20
 
     init(channel: any Channel, authenticated: Bool) {
         self.channel = channel
@@ -87,22 +95,59 @@ public final class WebClient: Sendable {
     /// How long a closing client may take to answer with its close frame.
     static let closingGrace = 2.0
 
-    /// A request goes to the main loop; at `maxInFlight` reading pauses.
-    func acquireSlot() {
-        let full = state.withLockedValue { state -> Bool in
-            state.inFlight += 1
-            return state.inFlight == Self.maxInFlight
-        }
-        if full { channel.setOption(ChannelOptions.autoRead, value: false).whenFailure { _ in } }
+    /// What to do with a request just read (`WebRemoteHub.deliver`).
+    enum Admission {
+        /// Hand it to the main loop now: nothing of this client is there.
+        case post
+        /// Queued behind the one on the main loop.
+        case queued
+        /// Over `maxWaitingBytes`: the client is to be closed.
+        case overflow
     }
 
-    /// A request was answered; reading resumes below `maxInFlight`.
-    func releaseSlot() {
-        let resume = state.withLockedValue { state -> Bool in
-            state.inFlight -= 1
-            return state.inFlight == Self.maxInFlight - 1
+    /// A request was read (the channel's event loop).
+    func admit(_ bytes: [UInt8]) -> Admission {
+        let (admission, pause) = state.withLockedValue { state -> (Admission, Bool) in
+            guard state.inFlight else {
+                state.inFlight = true
+                return (.post, false)
+            }
+            guard state.waitingBytes + bytes.count <= Self.maxWaitingBytes else { return (.overflow, false) }
+            state.waiting.append(bytes)
+            state.waitingBytes += bytes.count
+            let pause = !state.readingPaused && state.waiting.count - state.waitingHead >= Self.maxWaiting
+            if pause { state.readingPaused = true }
+            return (.queued, pause)
+        }
+        if pause { channel.setOption(ChannelOptions.autoRead, value: false).whenFailure { _ in } }
+        return admission
+    }
+
+    /// The request on the main loop was answered (main loop): the next one
+    /// waiting, if any, to hand to the main loop (behind every other
+    /// client's, round robin); reading resumes once few wait.
+    func answered() -> [UInt8]? {
+        let (next, resume) = state.withLockedValue { state -> ([UInt8]?, Bool) in
+            guard state.waitingHead < state.waiting.count, !state.closed else {
+                state.inFlight = false
+                state.waiting = []
+                state.waitingHead = 0
+                state.waitingBytes = 0
+                return (nil, false)
+            }
+            let next = state.waiting[state.waitingHead]
+            state.waitingHead += 1
+            state.waitingBytes -= next.count
+            if state.waitingHead == state.waiting.count || state.waitingHead > 1024 {
+                state.waiting.removeFirst(state.waitingHead)
+                state.waitingHead = 0
+            }
+            let resume = state.readingPaused && state.waiting.count - state.waitingHead < Self.maxWaiting / 2
+            if resume { state.readingPaused = false }
+            return (next, resume)
         }
         if resume { channel.setOption(ChannelOptions.autoRead, value: true).whenFailure { _ in } }
+        return next
     }
 }
 
@@ -155,11 +200,25 @@ public final class WebRemoteHub: Sendable {
     /// Connected clients, authenticated or not.
     public var count: Int { clients.withLockedValue { $0.count } }
 
-    /// Hands an authenticated client's request to the main loop.
-    func deliver(_ bytes: [UInt8], from client: WebClient) {
-        guard let receive = receiver.withLockedValue({ $0 }) else { return }
-        client.acquireSlot()
-        receive(Request(client: client, bytes: bytes))
+    /// Hands an authenticated client's request to the main loop, or queues
+    /// it behind the client's request already there (the channel's event
+    /// loop). Returns false when the client has more waiting than
+    /// `WebClient.maxWaitingBytes` (the caller closes it).
+    func deliver(_ bytes: [UInt8], from client: WebClient) -> Bool {
+        guard let receive = receiver.withLockedValue({ $0 }) else { return true }
+        switch client.admit(bytes) {
+        case .post: receive(Request(client: client, bytes: bytes))
+        case .queued: break
+        case .overflow: return false
+        }
+        return true
+    }
+
+    /// `client`'s request was answered (main loop): its next waiting
+    /// request goes to the main loop, behind the other clients' requests.
+    public func answered(_ client: WebClient) {
+        guard let next = client.answered(), let receive = receiver.withLockedValue({ $0 }) else { return }
+        receive(Request(client: client, bytes: next))
     }
 
     /// Sends `text` to every authenticated client (events): encoded once,

@@ -45,7 +45,8 @@ public final class WebRemoteFrontend: PlayerFrontend, @unchecked Sendable {
 
     /// Answers one request (main loop).
     func handle(_ request: WebRemoteHub.Request) -> EventInbox.JobOutcome {
-        defer { request.client.releaseSlot() }
+        defer { server.hub.answered(request.client) }  // its next request queues behind the others'
+
         let outcome = dispatcher.handle(line: request.bytes)
         request.client.send(outcome.reply.serialized)
         return outcome.quit ? .quit : .continue

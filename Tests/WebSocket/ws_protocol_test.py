@@ -409,9 +409,10 @@ async def limits(server):
             dropped = True
     sock.close()
     check(dropped, f"a client that never reads was not dropped after {sent} bytes of requests")
-    # Not a speed figure (the debug build, beside every other suite): a bound
-    # that only a client held up behind the one that does not read would pass.
-    check(worst < 5.0, f"another client waited {worst:.3f} s while one did not read")
+    # Not a speed figure (the debug build, beside every other suite) but a
+    # correctness bound: only a request queued behind the flooding client's
+    # backlog (on the shared main loop, or its writes) would take 1 s.
+    check(worst < 1.0, f"another client waited {worst:.3f} s while one did not read")
     await watcher.result("queue/clear")
     await watcher.close()
     ok(f"a client that never reads is dropped ({sent // 1024} KiB of requests sent); another's status took at most {worst * 1000:.0f} ms")

@@ -35,10 +35,12 @@ public final class ControlClient: @unchecked Sendable {
     private let lock = ConditionLock()
     // Guarded by `lock`: -1 once closed or dropped.
     private var writeFD: Int32
-    // Guarded by `lock`: messages delivered but not yet handled. Limited, so
-    // a flood of requests waits in the socket instead of in memory.
+    // Guarded by `lock`: messages delivered but not yet handled. One: the
+    // reader hands the next line to the main loop only once the last one is
+    // answered, so a client's backlog waits in its socket, never on the
+    // shared main loop ahead of the other clients' requests (round robin).
     private var inFlight = 0
-    private static let maxInFlight = 64
+    private static let maxInFlight = 1
     // Guarded by `lock` (socket clients): bytes to send from `outboxStart` on.
     private var outbox: [UInt8] = []
     private var outboxStart = 0
