@@ -9,27 +9,28 @@ import Testing
 struct HarmoniaPlayEdgesTests {
     typealias Serve = HarmoniaPlayServeTests
 
-    @Test("the edges session answers as MPD 0.23 does (Tests/MPD/session_edges.txt)")
-    func differential() throws {
-        let music = try Serve.music(), dir = try Serve.folder("edges")
+    /// Runs `body` with a `serve` on the harness's tree (its library scanned)
+    /// and the tree's folder; stops it and removes its folder afterwards.
+    static func withServer(_ name: String, _ body: (ServeProcess, String) throws -> Void) throws {
+        let music = try Serve.music(), dir = try Serve.folder(name)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let server = try ServeProcess(music: music, folder: dir)
         defer { server.stop() }
         try server.waitForLibrary(songs: Serve.musicSongs)
+        try body(server, music)
+    }
+
+    @Test("the edges session answers as MPD 0.23 does (Tests/MPD/session_edges.txt)")
+    func differential() throws { try Self.withServer("edges") { server, music in
         let result = try ProcessRunner.run(Serve.python, [Serve.harness, "against", "--port", String(server.port),
                                                           "--script", Fixtures.repositoryRoot + "/Tests/MPD/session_edges.txt",
                                                           "--music", music, "--tag-order"])
         #expect(result.status == 0, "\(result.stdoutText.suffix(4000))\n\(result.stderrText.suffix(2000))")
         #expect(result.stdoutText.contains("equal:"))
-    }
+    } }
 
     @Test("single oneshot: at the end of the song the player pauses at the next one's start, and single turns off")
-    func singleOneshot() throws {
-        let music = try Serve.music(), dir = try Serve.folder("oneshot")
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        let server = try ServeProcess(music: music, folder: dir)
-        defer { server.stop() }
-        try server.waitForLibrary(songs: Serve.musicSongs)
+    func singleOneshot() throws { try Self.withServer("oneshot") { server, _ in
         let client = try server.client()
         #expect(try client.command("add \"loose\"") == [])  // two songs of 1 s
         #expect(try client.command("single oneshot") == [])
@@ -43,5 +44,5 @@ struct HarmoniaPlayEdgesTests {
         #expect(status["state"] == "pause")
         #expect(status["song"] == "1")
         #expect((status["elapsed"].flatMap(Double.init) ?? 9) < 0.05, "\(status)")
-    }
+    } }
 }

@@ -20,12 +20,7 @@ struct HarmoniaPlayIdleTests {
     /// never arrived. With a state file, as users run it: the state keeper
     /// saves (fsync) before the MPD frontend is shown each event.
     @Test("MPD: idle after another client's add or repeat names only what changed after the connect")
-    func idleStartsAtConnect() throws {
-        let music = try Serve.music(), dir = try Serve.folder("idle")
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        let server = try ServeProcess(music: music, folder: dir)
-        defer { server.stop() }
-        try server.waitForLibrary(songs: Serve.musicSongs)
+    func idleStartsAtConnect() throws { try HarmoniaPlayEdgesTests.withServer("idle") { server, _ in
         let b = try server.client()
         for round in 0..<5 {
             // A queue change before A comes, a mode change after.
@@ -51,7 +46,7 @@ struct HarmoniaPlayIdleTests {
         c.sendRaw("idle options playlist\n")
         #expect(try b.command("clear") == [])
         #expect(try c.answer() == ["changed: playlist"])
-    }
+    } }
 
     @Test("control socket: a client connecting after a change gets only the events of later changes")
     func socketEventsStartAtConnect() throws {
