@@ -46,6 +46,7 @@ public final class MPDFrontend: PlayerFrontend {
         try server.start()
         lastVersion = player.ledger.version
         lastModes = player.modes
+        lastModes?.consume = false
         let host = server.configuration.host
         announce("MPD protocol on \(host.contains(":") ? "[\(host)]" : host):\(server.port)")
     }
@@ -100,7 +101,11 @@ public final class MPDFrontend: PlayerFrontend {
         let version = player.ledger.version
         if version != lastVersion { changed.insert(.playlist) }
         lastVersion = version
-        let modes = player.modes
+        // Consume is MPD's alone: its command tells the clients itself, and
+        // no event follows it, so it is left out here (else a later event
+        // would announce it again, to clients that connected since).
+        var modes = player.modes
+        modes.consume = false
         if let lastModes, modes != lastModes { changed.insert(.options) }
         lastModes = modes
         return changed
