@@ -153,6 +153,9 @@ public final class PlayerActions: @unchecked Sendable {
             changeSingle(to: .off)
             return true
         default:
+            // Anything between an end and a start (the queue ended, a stop)
+            // means the start that follows is no border: a `play` later.
+            lastEndFinished = false
             return false
         }
     }
