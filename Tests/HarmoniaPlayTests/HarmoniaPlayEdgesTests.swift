@@ -45,4 +45,24 @@ struct HarmoniaPlayEdgesTests {
         #expect(status["song"] == "1")
         #expect((status["elapsed"].flatMap(Double.init) ?? 9) < 0.05, "\(status)")
     } }
+
+    /// Issue 29's third part on the MPD side: commands that run on the
+    /// shared main loop (`setvol` goes through `perform`), one client
+    /// sending 20,000 of them and reading nothing; another client's round
+    /// trips through the main loop stay under 1 s (a correctness bound: only
+    /// a request queued behind the flooder's backlog would take that long).
+    @Test("MPD: while a client floods main-loop commands without reading, another client's setvol round trips stay under 1 s")
+    func mainLoopFlood() throws { try Self.withServer("mainloop-flood") { server, _ in
+        let flood = try server.client()
+        flood.sendRaw(String(repeating: "setvol 30\n", count: 20_000))  // never read
+        let other = try MPDTestClient(port: server.port, seconds: 1)  // a read waiting longer than 1 s fails the test
+        var worst = 0.0
+        for i in 0..<200 {
+            let start = ProcessInfo.processInfo.systemUptime
+            #expect(try other.command("setvol \(60 + i % 2)") == [])
+            worst = max(worst, ProcessInfo.processInfo.systemUptime - start)
+        }
+        print("[serve] a setvol round trip while another client floods 20,000 setvol: at most \(Int(worst * 1000)) ms")
+        #expect(worst < 1.0)
+    } }
 }
