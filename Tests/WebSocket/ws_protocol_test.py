@@ -25,6 +25,10 @@ import time
 
 import websockets
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.dont_write_bytecode = True  # no __pycache__ beside the tests
+import ws_stamps  # noqa: E402  (the `stamps` check)
+
 BINARY, WORK = sys.argv[1], sys.argv[2]
 TIMEOUT = 20
 
@@ -325,25 +329,8 @@ async def commands(server):
 
 
 async def stamps(server):
-    """A client connecting after a change does not get that change's event, only later ones
-    (specs/application.md §Event stamps): B adds, A connects, B changes the volume; the
-    first event A gets is volume_changed, so no sleep is needed to see that queue_changed never came."""
-    b = await Client.connect(server.ws)
-    for round in range(5):
-        await b.result("queue/add", {"uri": "Alpha"})
-        a = await Client.connect(server.ws)
-        await a.result("status")  # answered: A is connected
-        await b.result("volume", {"level": 50 + round})
-        seen = [name for name, _ in a.events]
-        while "volume_changed" not in seen:
-            message = json.loads(await asyncio.wait_for(a.ws.recv(), TIMEOUT))
-            if "event" in message:
-                seen.append(message["event"])
-        check(seen == ["volume_changed"], f"round {round}: a client connected after queue/add got {seen}")
-        await a.close()
-    await b.result("queue/clear")
-    await b.close()
-    ok("a client connecting after a change gets only the events of later changes")
+    """Tests/WebSocket/ws_stamps.py's check, with this script's client and checks."""
+    await ws_stamps.stamps(server, Client, check, ok, TIMEOUT)
 
 
 async def policy(server):
