@@ -62,7 +62,6 @@ public final class MPDFrontend: PlayerFrontend {
         case .stateChanged(let state):
             changed.insert(.player)
             player.notePlaying(state == .playing || state == .buffering)
-            changed.formUnion(derive())  // single oneshot turns itself off at a song border
         case .trackStarted, .seekCompleted:
             changed.insert(.player)
         case .trackEnded(_, let track, let reason):
@@ -76,8 +75,9 @@ public final class MPDFrontend: PlayerFrontend {
         case .volumeChanged:
             changed.insert(.mixer)
         case .queueChanged, .queueEnded:
-            // A change no command of the main loop made (the engine's own):
-            // commands' changes were derived when they ran (`settled`).
+            // A change no command of the main loop made (the engine's own,
+            // single oneshot turning itself off at a song border): commands'
+            // changes were derived when they ran (`settled`).
             changed.formUnion(derive())
         case .error:
             changed.insert(.player)
