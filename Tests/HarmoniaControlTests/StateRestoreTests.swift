@@ -49,10 +49,15 @@ struct StateRestoreTests {
         let (top, music) = try tree()
         defer { try? FileManager.default.removeItem(atPath: top) }
         let root = music.root
-        let (service, log) = restore(saved(top, root: root, current: 5), music: music)
+        var state = saved(top, root: root, current: 5)
+        state.state = "paused"
+        state.position = 1.5
+        let (service, log) = restore(state, music: music)
         defer { service.shutdown() }
         #expect(service.queue.map(\.url) == [root + "/a.flac", root + "/b.flac", "http://127.0.0.1:9/stream"])
         #expect(service.currentIndex == 1)  // b, which was 5
+        #expect(service.state == .paused)
+        #expect(abs(service.currentTime() - 1.5) < 0.001)  // its position kept
         #expect(log == ["harmonia-play: state: dropped 4 of 7 saved queue entries (1 missing, 3 outside the music directory)"])
     }
 
@@ -61,12 +66,16 @@ struct StateRestoreTests {
         let (top, music) = try tree()
         defer { try? FileManager.default.removeItem(atPath: top) }
         let root = music.root
-        let (service, _) = restore(saved(top, root: root, current: 1), music: music)  // gone.flac
+        var state = saved(top, root: root, current: 1)  // gone.flac, paused at 1.5 s
+        state.state = "paused"
+        state.position = 1.5
+        let (service, _) = restore(state, music: music)
         defer { service.shutdown() }
         #expect(service.currentIndex == 1)  // b, the next kept entry
         #expect(service.currentTrack?.url == root + "/b.flac")
+        #expect(service.currentTime() == 0)  // from its start: the position was gone.flac's
 
-        var state = saved(top, root: root, current: 2)
+        state = saved(top, root: root, current: 2)
         state.queue.removeLast(2)  // …, x.flac, ../x.flac, ../outside/x.flac: nothing kept after the current
         let (after, log) = restore(state, music: music)
         defer { after.shutdown() }
