@@ -91,14 +91,15 @@ public final class MPDPlayer: @unchecked Sendable {
 
     /// MPD's repeat and single onto the engine's repeat mode (repeat+single
     /// repeats the track, repeat alone the queue) and the application
-    /// layer's single mode (main loop).
+    /// layer's single mode (main loop). Idle clients hear of it once, from
+    /// the frontend (the service's `queueChanged`, derived when the command
+    /// has run: `MPDFrontend.settled`), not here as well.
     func setRepeat(_ repeatOn: Bool? = nil, single: SingleMode? = nil) {
         let current = modes
         let repeatOn = repeatOn ?? current.repeat, single = single ?? current.single
         guard repeatOn != current.repeat || single != current.single else { return }  // MPD: no change, no idle
         app.actions.setSingle(single)
         service.setRepeatMode(repeatOn ? (single != .off ? .one : .all) : .off)
-        notify(.options)
     }
 
     func setConsume(_ on: Bool) {
