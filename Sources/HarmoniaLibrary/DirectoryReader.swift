@@ -28,7 +28,8 @@ struct FileIdentity: Hashable {
 /// Reads folders with opendir/readdir/stat. Names are kept losslessly
 /// (PathBytes), so a name that is not UTF-8 is still found again.
 enum DirectoryReader {
-    /// The entries of the folder at absolute `path` in natural order: hidden
+    /// The entries of the folder at absolute `path` in the order the file
+    /// system gives them (the scanner sorts what it walks or reads): hidden
     /// names (starting with ".") and names holding a newline skipped, symlinks
     /// followed, but not to a target outside `musicDirectory` unless
     /// `followOutside`; entries that are neither regular files nor folders,
@@ -53,24 +54,27 @@ enum DirectoryReader {
         }
 
         var result: [DirectoryEntry] = []
-        for name in NaturalOrder.sorted(names) {
+        for name in names {
             let full = path + "/" + name
             var link = stat()
             guard PathBytes.withCString(full, { lstat($0, &link) }) == 0 else { continue }
-            if link.st_mode & S_IFMT == S_IFLNK, !followOutside {
-                guard let target = MusicDirectory.realPath(full) else {
-                    warn("skipped '\(full)': the symbolic link leads nowhere (or loops)")
+            // Not a link: lstat's answer is stat's (one call per entry, not two).
+            var info = link
+            if link.st_mode & S_IFMT == S_IFLNK {
+                if !followOutside {
+                    guard let target = MusicDirectory.realPath(full) else {
+                        warn("skipped '\(full)': the symbolic link leads nowhere (or loops)")
+                        continue
+                    }
+                    guard musicDirectory.contains(realPath: target) else {
+                        warn("skipped '\(full)': the symbolic link leads outside the music directory")
+                        continue
+                    }
+                }
+                guard PathBytes.withCString(full, { stat($0, &info) }) == 0 else {
+                    warn("skipped '\(full)': \(String(cString: strerror(errno)))")
                     continue
                 }
-                guard musicDirectory.contains(realPath: target) else {
-                    warn("skipped '\(full)': the symbolic link leads outside the music directory")
-                    continue
-                }
-            }
-            var info = stat()
-            guard PathBytes.withCString(full, { stat($0, &info) }) == 0 else {
-                warn("skipped '\(full)': \(String(cString: strerror(errno)))")
-                continue
             }
             let type = info.st_mode & S_IFMT
             guard type == S_IFREG || type == S_IFDIR else { continue }

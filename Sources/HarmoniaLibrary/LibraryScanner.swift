@@ -149,8 +149,11 @@ public final class LibraryScanner: Sendable {
             do { stored = try store.listing(of: relative) } catch .notFound { stored = LibraryListing() }
 
             func path(_ name: String) -> String { relative.isEmpty ? name : relative + "/" + name }
+            // Subfolders are walked, and changed files read, in natural order;
+            // the rest needs no order (an unchanged folder of 1,200 files is
+            // then compared, not sorted: specs/library.md §Figures).
             var folders: [DirectoryEntry] = []
-            for entry in entries where entry.kind == .directory {
+            for entry in NaturalOrder.sorted(entries.filter { $0.kind == .directory }, byName: \.name) {
                 if ancestors.contains(entry.identity) {
                     scanner.warn("skipped folder '\(absolute)/\(entry.name)': it loops back to a folder above it")
                 } else {
@@ -164,10 +167,10 @@ public final class LibraryScanner: Sendable {
                            songs: Set(audio.map { path($0.name) }), playlists: Set(playlists.map { path($0.name) }))
 
             let storedSongs = Dictionary(stored.songs.map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a })
-            let changed = audio.filter { entry in
+            let changed = NaturalOrder.sorted(audio.filter { entry in
                 guard let song = storedSongs[path(entry.name)] else { return true }
                 return song.modified != entry.modified || song.size != entry.size
-            }
+            }, byName: \.name)
             var index = 0
             while index < changed.count, !cancellation.isCancelled {
                 let chunk = changed[index..<min(index + scanner.options.batchSize, changed.count)]

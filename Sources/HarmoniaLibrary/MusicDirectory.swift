@@ -71,6 +71,28 @@ public struct MusicDirectory: Sendable, Equatable {
     }
 
     /// `realpath(3)` of `path`; nil when it fails (missing, loop, too long).
+    /// Where a saved queue entry (a restored state) stands: an http(s) URL;
+    /// a file inside the directory (its real path); a missing file; or a
+    /// path whose real path is outside (`..`, links out, absolute paths
+    /// elsewhere). A relative path is taken from the root.
+    public enum SavedEntry: Equatable, Sendable {
+        case stream
+        case file(realPath: String)
+        case missing
+        case outside
+    }
+
+    /// Judges a saved queue entry's URL (any thread; reads the file system).
+    public func judge(savedURL url: String) -> SavedEntry {
+        let lower = url.lowercased()
+        if lower.hasPrefix("http://") || lower.hasPrefix("https://") { return .stream }
+        guard !url.contains("\0"), !lower.hasPrefix("file:"), !url.isEmpty else { return .outside }
+        let path = url.hasPrefix("/") ? url : (root == "/" ? "" : root) + "/" + url
+        guard let real = Self.realPath(path) else { return .missing }
+        guard contains(realPath: real), Self.isRegularFile(real) else { return .outside }
+        return .file(realPath: real)
+    }
+
     static func realPath(_ path: String) -> String? {
         PathBytes.withCString(path) { name -> String? in
             guard let resolved = realpath(name, nil) else { return nil }

@@ -48,6 +48,9 @@ final class MPDConnection: @unchecked Sendable {
     let id: Int
     let peer: String
     let dispatch: MPDDispatch
+    /// The stamp of the last change made before this client was accepted
+    /// (`MPDServer.notify(_:stamp:)`): changes up to it are not its own.
+    let connectStamp: UInt64
     private let fd: Int32
     private let onEnd: @Sendable (MPDConnection) -> Void
 
@@ -73,8 +76,10 @@ final class MPDConnection: @unchecked Sendable {
     var commandListOK = false
     var commandListBytes = 0
 
-    init(id: Int, fd: Int32, peer: String, dispatch: MPDDispatch, onEnd: @escaping @Sendable (MPDConnection) -> Void) {
+    init(id: Int, fd: Int32, peer: String, dispatch: MPDDispatch, connectStamp: UInt64,
+         onEnd: @escaping @Sendable (MPDConnection) -> Void) {
         self.id = id
+        self.connectStamp = connectStamp
         self.fd = fd
         self.peer = peer
         self.dispatch = dispatch

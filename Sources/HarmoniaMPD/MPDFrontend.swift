@@ -17,6 +17,7 @@ public final class MPDFrontend: PlayerFrontend {
     // Main loop only.
     private var lastModes: MPDPlayer.Modes?
     private var lastVersion = 0
+    private var inbox: EventInbox?
 
     /// Told once the port listens ("MPD protocol on 127.0.0.1:6600").
     private let announce: (String) -> Void
@@ -39,8 +40,13 @@ public final class MPDFrontend: PlayerFrontend {
 
     /// Binds the port before playback starts: a port in use ends the run.
     public func open(_ app: PlayerApplication) throws(CoreError) {
+        let inbox = app.inbox
+        server.setStampSource { inbox.lastStamp.value }
+        self.inbox = inbox
         try server.start()
         lastVersion = player.ledger.version
+        lastModes = player.modes
+        lastModes?.consume = false
         let host = server.configuration.host
         announce("MPD protocol on \(host.contains(":") ? "[\(host)]" : host):\(server.port)")
     }
@@ -48,7 +54,9 @@ public final class MPDFrontend: PlayerFrontend {
     /// Clients keep the server running at the end of the queue.
     public var waitsForCommands: Bool { true }
 
-    public func show(_ event: PlaybackEvent) {
+    /// Each change reaches the clients connected before its event was
+    /// posted (`EventStamp`), as MPD tells a client only of later changes.
+    public func show(_ event: PlaybackEvent, stamp: EventStamp) {
         var changed: MPDSubsystems = []
         switch event {
         case .stateChanged(let state):
@@ -61,24 +69,46 @@ public final class MPDFrontend: PlayerFrontend {
             if player.consumes, reason == .finished || reason == .skipped,
                let position = player.service.queue.firstIndex(where: { $0.id == track.id }) {
                 try? player.service.remove(at: position)
+                // A change made now, on the main loop: stamped as of now.
+                if let inbox { settled(at: inbox.lastStamp) }
             }
         case .volumeChanged:
             changed.insert(.mixer)
         case .queueChanged, .queueEnded:
-            player.syncQueue()
-            let version = player.ledger.version
-            if version != lastVersion { changed.insert(.playlist) }
-            lastVersion = version
-            let modes = player.modes
-            if modes != lastModes, lastModes != nil { changed.insert(.options) }
-            lastModes = modes
+            // A change no command of the main loop made (the engine's own,
+            // single oneshot turning itself off at a song border): commands'
+            // changes were derived when they ran (`settled`).
+            changed.formUnion(derive())
         case .error:
             changed.insert(.player)
         default:
             break
         }
-        if lastModes == nil { lastModes = player.modes }
-        if !changed.isEmpty { server.notify(changed) }
+        server.notify(changed, stamp: stamp.value)
+    }
+
+    /// A command changed the player: the queue version and the modes are
+    /// compared now, as of the change, and stamped with its last event.
+    public func settled(at stamp: EventStamp) {
+        server.notify(derive(), stamp: stamp.value)
+    }
+
+    /// What changed in the queue (`playlist`) and the modes (`options`)
+    /// since the last call (main loop).
+    private func derive() -> MPDSubsystems {
+        var changed: MPDSubsystems = []
+        player.syncQueue()
+        let version = player.ledger.version
+        if version != lastVersion { changed.insert(.playlist) }
+        lastVersion = version
+        // Consume is MPD's alone: its command tells the clients itself, and
+        // no event follows it, so it is left out here (else a later event
+        // would announce it again, to clients that connected since).
+        var modes = player.modes
+        modes.consume = false
+        if let lastModes, modes != lastModes { changed.insert(.options) }
+        lastModes = modes
+        return changed
     }
 
     public func shutdown() { server.shutdown(timeout: 2) }

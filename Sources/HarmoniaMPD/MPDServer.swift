@@ -24,6 +24,8 @@ public final class MPDServer: @unchecked Sendable {
     private var nextID = 0
     private var acceptRunning = false
     private var stopped = false
+    /// Where a new connection's stamp comes from (`notify(_:stamp:)`).
+    private var stampSource: @Sendable () -> UInt64 = { 0 }
 
     /// Reads `handler.commands` once; does not bind yet (see `start`).
     public init(configuration: MPDServerConfiguration, handler: any MPDCommandHandler) {
@@ -78,13 +80,28 @@ public final class MPDServer: @unchecked Sendable {
         }
     }
 
+    /// Sets where each new connection reads the stamp of the last change
+    /// made before it came (the application's `EventInbox.lastStamp`); call
+    /// before `start`. Without it every connection has stamp 0.
+    public func setStampSource(_ source: @escaping @Sendable () -> UInt64) {
+        lock.withLock { stampSource = source }
+    }
+
     /// Tells every client that `changed` subsystems changed (MPD's idle
     /// events): an idling client subscribed to one of them is answered now;
     /// the others see them at their next `idle`. Any thread; never blocks on
     /// a client (answers are queued).
-    public func notify(_ changed: MPDSubsystems) {
+    ///
+    /// - Parameter stamp: when the change happened (see `setStampSource`):
+    ///   only clients connected before it hear of it, as MPD tells a client
+    ///   only of changes made after it connected. nil: the change is
+    ///   happening now (every client connected now hears of it).
+    public func notify(_ changed: MPDSubsystems, stamp: UInt64? = nil) {
         guard !changed.isEmpty else { return }
-        for connection in lock.withLock({ Array(connections.values) }) { connection.post(changed) }
+        for connection in lock.withLock({ Array(connections.values) }) {
+            if let stamp, stamp <= connection.connectStamp { continue }
+            connection.post(changed)
+        }
     }
 
     /// Stops accepting, drops every client, and waits up to `timeout`
@@ -116,7 +133,8 @@ public final class MPDServer: @unchecked Sendable {
             let connection = lock.withLock { () -> MPDConnection? in
                 // Full (or stopping): closed without a greeting, as MPD does.
                 guard !stopped, connections.count < configuration.maxClients else { return nil }
-                let connection = MPDConnection(id: nextID, fd: fd, peer: peer, dispatch: dispatch) { [weak self] ended in
+                let connection = MPDConnection(id: nextID, fd: fd, peer: peer, dispatch: dispatch,
+                                               connectStamp: stampSource()) { [weak self] ended in
                     self?.remove(ended)
                 }
                 nextID += 1

@@ -16,16 +16,26 @@ public final class WebClient: Sendable {
 
     private struct State {
         var authenticated: Bool
-        /// Requests handed to the main loop and not yet answered.
-        var inFlight = 0
+        /// A request of this client is on the main loop (at most one).
+        var inFlight = false
+        /// Requests read and waiting for the one in flight to be answered.
+        var waiting: [[UInt8]] = []
+        var waitingHead = 0
+        var waitingBytes = 0
+        var readingPaused = false
         var closed = false
+        /// The stamp of the last event before the client connected.
+        var connectStamp: UInt64 = 0
     }
 
-    /// Requests of one client waiting for the main loop, at most; beyond
-    /// that its socket is not read (its requests wait in the network). Small,
-    /// so that a client sending without pause holds up the others' requests
-    /// by at most this many of its own.
-    static let maxInFlight = 16
+    /// Requests of one client read and waiting for its request on the main
+    /// loop to be answered: past this many its socket is not read (they wait
+    /// in the network). Only one request per client is on the main loop at
+    /// a time, so one client's backlog never queues ahead of the others'.
+    static let maxWaiting = 16
+    /// What a client may have waiting at all (frames already read when
+    /// reading paused): past it, the client is closed (1008).
+    static let maxWaitingBytes = 4 << 20
 
     init(channel: any Channel, authenticated: Bool) {
         self.channel = channel
@@ -37,6 +47,12 @@ public final class WebClient: Sendable {
     public var isAuthenticated: Bool { state.withLockedValue { $0.authenticated && !$0.closed } }
 
     func authenticate() { state.withLockedValue { $0.authenticated = true } }
+
+    /// The stamp of the last event made before this client connected: it
+    /// gets only the events after it (`WebRemoteHub.broadcast(_:stamp:)`).
+    var connectStamp: UInt64 { state.withLockedValue { $0.connectStamp } }
+
+    func noteConnected(stamp: UInt64) { state.withLockedValue { $0.connectStamp = stamp } }
 
     /// Sends one message as a text frame; nothing once the client is closing.
     public func send(_ text: String) {
@@ -79,22 +95,59 @@ public final class WebClient: Sendable {
     /// How long a closing client may take to answer with its close frame.
     static let closingGrace = 2.0
 
-    /// A request goes to the main loop; at `maxInFlight` reading pauses.
-    func acquireSlot() {
-        let full = state.withLockedValue { state -> Bool in
-            state.inFlight += 1
-            return state.inFlight == Self.maxInFlight
-        }
-        if full { channel.setOption(ChannelOptions.autoRead, value: false).whenFailure { _ in } }
+    /// What to do with a request just read (`WebRemoteHub.deliver`).
+    enum Admission {
+        /// Hand it to the main loop now: nothing of this client is there.
+        case post
+        /// Queued behind the one on the main loop.
+        case queued
+        /// Over `maxWaitingBytes`: the client is to be closed.
+        case overflow
     }
 
-    /// A request was answered; reading resumes below `maxInFlight`.
-    func releaseSlot() {
-        let resume = state.withLockedValue { state -> Bool in
-            state.inFlight -= 1
-            return state.inFlight == Self.maxInFlight - 1
+    /// A request was read (the channel's event loop).
+    func admit(_ bytes: [UInt8]) -> Admission {
+        let (admission, pause) = state.withLockedValue { state -> (Admission, Bool) in
+            guard state.inFlight else {
+                state.inFlight = true
+                return (.post, false)
+            }
+            guard state.waitingBytes + bytes.count <= Self.maxWaitingBytes else { return (.overflow, false) }
+            state.waiting.append(bytes)
+            state.waitingBytes += bytes.count
+            let pause = !state.readingPaused && state.waiting.count - state.waitingHead >= Self.maxWaiting
+            if pause { state.readingPaused = true }
+            return (.queued, pause)
+        }
+        if pause { channel.setOption(ChannelOptions.autoRead, value: false).whenFailure { _ in } }
+        return admission
+    }
+
+    /// The request on the main loop was answered (main loop): the next one
+    /// waiting, if any, to hand to the main loop (behind every other
+    /// client's, round robin); reading resumes once few wait.
+    func answered() -> [UInt8]? {
+        let (next, resume) = state.withLockedValue { state -> ([UInt8]?, Bool) in
+            guard state.waitingHead < state.waiting.count, !state.closed else {
+                state.inFlight = false
+                state.waiting = []
+                state.waitingHead = 0
+                state.waitingBytes = 0
+                return (nil, false)
+            }
+            let next = state.waiting[state.waitingHead]
+            state.waitingHead += 1
+            state.waitingBytes -= next.count
+            if state.waitingHead == state.waiting.count || state.waitingHead > 1024 {
+                state.waiting.removeFirst(state.waitingHead)
+                state.waitingHead = 0
+            }
+            let resume = state.readingPaused && state.waiting.count - state.waitingHead < Self.maxWaiting / 2
+            if resume { state.readingPaused = false }
+            return (next, resume)
         }
         if resume { channel.setOption(ChannelOptions.autoRead, value: true).whenFailure { _ in } }
+        return next
     }
 }
 
@@ -109,6 +162,8 @@ public final class WebRemoteHub: Sendable {
     }
 
     private let clients = NIOLockedValueBox<[ObjectIdentifier: WebClient]>([:])
+    /// Where a new client reads the stamp of the last event before it came.
+    private let stampSource = NIOLockedValueBox<@Sendable () -> UInt64>({ 0 })
     private let receiver = NIOLockedValueBox<(@Sendable (Request) -> Void)?>(nil)
     /// When the last wrong token was answered (monotonic seconds): the next
     /// is answered `failedAuthDelay` after it at the earliest.
@@ -124,28 +179,60 @@ public final class WebRemoteHub: Sendable {
         receiver.withLockedValue { $0 = body }
     }
 
-    func add(_ client: WebClient) { clients.withLockedValue { $0[ObjectIdentifier(client)] = client } }
+    /// Sets where each new client reads the stamp of the last event made
+    /// before it connected (the application's `EventInbox.lastStamp`); call
+    /// before the server starts.
+    public func setStampSource(_ source: @escaping @Sendable () -> UInt64) {
+        stampSource.withLockedValue { $0 = source }
+    }
+
+    /// A client connected: it is owed the events stamped after now.
+    func add(_ client: WebClient) {
+        let source = stampSource.withLockedValue { $0 }
+        clients.withLockedValue {
+            client.noteConnected(stamp: source())
+            $0[ObjectIdentifier(client)] = client
+        }
+    }
 
     func remove(_ client: WebClient) { _ = clients.withLockedValue { $0.removeValue(forKey: ObjectIdentifier(client)) } }
 
     /// Connected clients, authenticated or not.
     public var count: Int { clients.withLockedValue { $0.count } }
 
-    /// Hands an authenticated client's request to the main loop.
-    func deliver(_ bytes: [UInt8], from client: WebClient) {
-        guard let receive = receiver.withLockedValue({ $0 }) else { return }
-        client.acquireSlot()
-        receive(Request(client: client, bytes: bytes))
+    /// Hands an authenticated client's request to the main loop, or queues
+    /// it behind the client's request already there (the channel's event
+    /// loop). Returns false when the client has more waiting than
+    /// `WebClient.maxWaitingBytes` (the caller closes it).
+    func deliver(_ bytes: [UInt8], from client: WebClient) -> Bool {
+        guard let receive = receiver.withLockedValue({ $0 }) else { return true }
+        switch client.admit(bytes) {
+        case .post: receive(Request(client: client, bytes: bytes))
+        case .queued: break
+        case .overflow: return false
+        }
+        return true
+    }
+
+    /// `client`'s request was answered (main loop): its next waiting
+    /// request goes to the main loop, behind the other clients' requests.
+    public func answered(_ client: WebClient) {
+        guard let next = client.answered(), let receive = receiver.withLockedValue({ $0 }) else { return }
+        receive(Request(client: client, bytes: next))
     }
 
     /// Sends `text` to every authenticated client (events): encoded once,
     /// and handed to each event loop in one task for all its clients (one
     /// wake-up per event, not one per client). A task runs after the replies
     /// handed over before it, so the order of replies and events holds.
-    public func broadcast(_ text: String) {
+    ///
+    /// - Parameter stamp: when the event happened (`setStampSource`): a
+    ///   client that connected after it does not get it (nil: everyone).
+    public func broadcast(_ text: String, stamp: UInt64? = nil) {
         let frame = WebSocketFrame(fin: true, opcode: .text, data: ByteBuffer(string: text))
         var byLoop: [ObjectIdentifier: (any EventLoop, [any Channel])] = [:]
         for client in clients.withLockedValue({ Array($0.values) }) where client.isAuthenticated {
+            if let stamp, stamp <= client.connectStamp { continue }
             let loop = client.channel.eventLoop
             byLoop[ObjectIdentifier(loop), default: (loop, [])].1.append(client.channel)
         }

@@ -33,17 +33,20 @@ public final class WebRemoteFrontend: PlayerFrontend, @unchecked Sendable {
 
     public func start(_ app: PlayerApplication) {
         let inbox = app.inbox
+        server.hub.setStampSource { inbox.lastStamp.value }
         server.hub.receive { [self] request in inbox.post(.job { self.handle(request) }) }
         server.start()
     }
 
-    public func show(_ event: PlaybackEvent) {
-        server.hub.broadcast(EventJSON.line(event, naming: dispatcher.naming).serialized)
+    /// Each event goes to the clients connected before it happened (`EventStamp`).
+    public func show(_ event: PlaybackEvent, stamp: EventStamp) {
+        server.hub.broadcast(EventJSON.line(event, naming: dispatcher.naming).serialized, stamp: stamp.value)
     }
 
     /// Answers one request (main loop).
     func handle(_ request: WebRemoteHub.Request) -> EventInbox.JobOutcome {
-        defer { request.client.releaseSlot() }
+        defer { server.hub.answered(request.client) }  // its next request queues behind the others'
+
         let outcome = dispatcher.handle(line: request.bytes)
         request.client.send(outcome.reply.serialized)
         return outcome.quit ? .quit : .continue

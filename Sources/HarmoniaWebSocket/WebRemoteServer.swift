@@ -48,6 +48,12 @@ public final class WebRemoteServer: @unchecked Sendable {
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             .serverChannelOption(ChannelOptions.autoRead, value: false)  // until `start`
             .childChannelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
+            // One event loop serves every client: one read of at most 16 KiB
+            // per turn, so a client sending without pause has its frames
+            // decoded a little at a time, between the other clients' turns.
+            .childChannelOption(ChannelOptions.maxMessagesPerRead, value: 1)
+            .childChannelOption(ChannelOptions.recvAllocator,
+                                value: AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 2048, maximum: 16 << 10))
             .childChannelOption(ChannelOptions.writeBufferWaterMark,
                                 value: WriteBufferWaterMark(low: configuration.maxOutboxBytes / 2, high: configuration.maxOutboxBytes))
             .childChannelInitializer { channel in

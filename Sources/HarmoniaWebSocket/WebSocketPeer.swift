@@ -132,8 +132,9 @@ final class WebSocketPeer: ChannelInboundHandler {
             // `auth` again is answered here; everything else by the main loop.
             if bytes.count < 4096, case .request(let request) = ControlProtocol.parse(bytes), request.command == "auth" {
                 client.send(ControlProtocol.reply(request.id, result: Self.authenticated).serialized)
-            } else {
-                hub.deliver(bytes, from: client)
+            } else if !hub.deliver(bytes, from: client) {
+                log("harmonia-play: web client dropped: over \(WebClient.maxWaitingBytes) bytes of requests waiting for answers")
+                client.close(code: .policyViolation, reason: "too many requests waiting for answers")
             }
             return
         }

@@ -153,7 +153,7 @@ struct ServeCommand: ParsableCommand {
         if let statePath = paths.state {
             let file = PlayerStateFile(path: statePath)
             do throws(CoreError) {
-                if let saved = try file.load() { StateKeeper.restore(saved, on: service, track: library.track(forURL:)) }
+                if let saved = try file.load() { StateKeeper.restore(saved, on: service, track: library.restoredTrack(forURL:)) }
             } catch {
                 ConsoleLines.report(error)  // a damaged state file: start empty, say so
             }

@@ -37,6 +37,12 @@ public final class MPDTestClient {
     public func command(_ line: String) throws -> [String] {
         var bytes = Array((line + "\n").utf8)
         _ = bytes.withUnsafeMutableBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        return try answer()
+    }
+
+    /// Reads one answer (of a command sent with `sendRaw`, or an `idle`'s),
+    /// as `command` returns it.
+    public func answer() throws -> [String] {
         var answer: [String] = []
         while let next = try readLine() {
             if next == "OK" { return answer }

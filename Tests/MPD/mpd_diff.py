@@ -21,7 +21,10 @@ Subcommands (all waits are bounded; a private mpd is killed on every exit path):
 
 Session files: one raw command line per line, sent as is with "\\n". Blank lines
 and lines starting with '#' are skipped. `@wait-status KEY` is a directive, not
-a command: it asks `status` (unrecorded) until the answer has KEY (at most 5 s). Lines between command_list_begin /
+a command: it asks `status` (unrecorded) until the answer has KEY (at most 5 s).
+Two clients: `@other LINE` sends LINE on a second connection, `@reconnect` opens
+a new session connection (after a change by the other), `@send LINE` sends
+without reading (an idle), `@read` reads that answer. Lines between command_list_begin /
 command_list_ok_begin and command_list_end are sent together and answered once.
 An `idle ...` line followed by `noidle` is sent with it, so the idle answer is
 recorded against the pair; a lone `noidle` gets no answer and none is read. An answer ends at "OK", at an
@@ -307,14 +310,43 @@ def load_session(path):
     return [line for line in text.split("\n") if line.strip() and not line.startswith("#")]
 
 
+def two_clients(line, c, other, host, port):
+    """The two-client directives: `@other LINE` (LINE on a second connection,
+    opened at its first use, its answer recorded), `@reconnect` (the session's
+    connection is closed and a new one opened: the greeting is recorded),
+    `@send LINE` (sent on the session's connection, nothing read: an `idle`
+    whose answer comes later) and `@read` (one answer read there). Returns
+    (exchange or None when `line` is no such directive, connection, other)."""
+    word, _, rest = line.partition(" ")
+    if word == "@other":
+        other = other or Connection(host, port)
+        return {"send": [line], "answer": other.command(rest)}, c, other
+    if word == "@reconnect":
+        c.sock.close()
+        c = Connection(host, port)
+        return {"send": [line], "answer": ["OK MPD <version>" if c.greeting.startswith("OK MPD ") else c.greeting]}, c, other
+    if word == "@send":
+        c.send(rest)
+        return {"send": [line], "answer": []}, c, other
+    if word == "@read":
+        return {"send": [line], "answer": c.read_answer()}, c, other
+    return None, c, other
+
+
 def record(host, port, lines):
     """Runs the session; returns {"greeting", "exchanges": [{"send": [...], "answer": [...]}]}."""
     exchanges = []
-    with Connection(host, port) as c:
+    other = None
+    with Connection(host, port) as first:
+        c = first
         i = 0
         while i < len(lines) and not c.closed:
             batch = [lines[i]]
             i += 1
+            exchange, c, other = two_clients(batch[0], c, other, host, port)
+            if exchange is not None:
+                exchanges.append(exchange)
+                continue
             if batch[0].startswith("@wait-status "):
                 # A directive, not a command: asks `status` (unrecorded) until
                 # its answer has the key, at most 5 s — MPD's decoder starts a
@@ -347,7 +379,11 @@ def record(host, port, lines):
                 continue
             answer = c.read_answer()
             exchanges.append({"send": batch, "answer": answer})
-        return {"greeting": "OK MPD <version>" if c.greeting.startswith("OK MPD ") else c.greeting,
+        if other is not None:
+            other.sock.close()
+        if c is not first:
+            c.sock.close()
+        return {"greeting": "OK MPD <version>" if first.greeting.startswith("OK MPD ") else first.greeting,
                 "exchanges": exchanges}
 
 

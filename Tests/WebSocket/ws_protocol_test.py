@@ -25,6 +25,10 @@ import time
 
 import websockets
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.dont_write_bytecode = True  # no __pycache__ beside the tests
+import ws_stamps  # noqa: E402  (the `stamps` check)
+
 BINARY, WORK = sys.argv[1], sys.argv[2]
 TIMEOUT = 20
 
@@ -324,6 +328,11 @@ async def commands(server):
     await c.close()
 
 
+async def stamps(server):
+    """Tests/WebSocket/ws_stamps.py's check, with this script's client and checks."""
+    await ws_stamps.stamps(server, Client, check, ok, TIMEOUT)
+
+
 async def policy(server):
     """Foreign Origin and Host: 403, before any upgrade; the page itself is served."""
     try:
@@ -387,9 +396,10 @@ async def limits(server):
             dropped = True
     sock.close()
     check(dropped, f"a client that never reads was not dropped after {sent} bytes of requests")
-    # Not a speed figure (the debug build, beside every other suite): a bound
-    # that only a client held up behind the one that does not read would pass.
-    check(worst < 5.0, f"another client waited {worst:.3f} s while one did not read")
+    # Not a speed figure (the debug build, beside every other suite) but a
+    # correctness bound: only a request queued behind the flooding client's
+    # backlog (on the shared main loop, or its writes) would take 1 s.
+    check(worst < 1.0, f"another client waited {worst:.3f} s while one did not read")
     await watcher.result("queue/clear")
     await watcher.close()
     ok(f"a client that never reads is dropped ({sent // 1024} KiB of requests sent); another's status took at most {worst * 1000:.0f} ms")
@@ -556,15 +566,23 @@ Server.wait_line_nowait = wait_line_nowait
 
 
 async def main():
+    # WS_ONLY=stamps,limits runs only those checks of the main server (for iterating).
+    only = set(filter(None, os.environ.get("WS_ONLY", "").split(",")))
     make_music(MUSIC)
     server = serve("main", "--listen", "127.0.0.1:0")
     try:
-        await commands(server)
-        await policy(server)
-        await limits(server)
-        await many(server)
+        if only:
+            c = await Client.connect(server.ws)
+            await wait_library(c)
+            await c.close()
+        for check_ in (commands, stamps, policy, limits, many):
+            if not only or check_.__name__ in only:
+                await check_(server)
     finally:
         server.stop()
+    if only:
+        print("all checks passed (only %s)" % ",".join(sorted(only)), flush=True)
+        return
     await tokens()
     await generated_token()
     await restart()

@@ -7,8 +7,25 @@ import HarmoniaCore
 import Glibc
 #endif
 
+/// When an event happened, as a number: each event posted to an
+/// `EventInbox` takes the next stamp at the moment it is posted — which is
+/// the moment the service emitted it (the observer posts synchronously).
+/// A client that notes `EventInbox.lastStamp` when it connects is owed
+/// exactly the events with a greater stamp: the changes made after it came,
+/// never one made before, even when the main loop shows that one later
+/// (specs/application.md §Event stamps).
+public struct EventStamp: Comparable, Hashable, Sendable, CustomStringConvertible {
+    public let value: UInt64
+    public init(_ value: UInt64) { self.value = value }
+    /// Before every event.
+    public static let zero = EventStamp(0)
+    public static func < (a: EventStamp, b: EventStamp) -> Bool { a.value < b.value }
+    public var description: String { String(value) }
+}
+
 /// A first-in first-out inbox that any thread posts to and one thread takes
 /// from, blocking on a condition until something arrives (no polling).
+/// Events are stamped as they are posted (`EventStamp`).
 public final class EventInbox: @unchecked Sendable {
     public enum Item: Sendable {
         case event(PlaybackEvent)
@@ -33,31 +50,42 @@ public final class EventInbox: @unchecked Sendable {
 
     private let lock = ConditionLock()
     // Guarded by `lock`.
-    private var items: [Item] = []
+    private var items: [(item: Item, stamp: EventStamp)] = []
     private var head = 0
+    private var stamped = EventStamp.zero
     public init() {}
 
     private var signalSources: [DispatchSourceSignal] = []
 
     /// Adds `item`; never blocks for long (safe from the service's observer).
+    /// An event takes the next stamp here, under the inbox's lock.
     public func post(_ item: Item) {
         lock.withLock {
-            items.append(item)
+            if case .event = item { stamped = EventStamp(stamped.value &+ 1) }
+            items.append((item, stamped))
             lock.broadcast()
         }
     }
 
+    /// The stamp of the last event posted (`.zero` before the first). Any
+    /// thread: a client notes it when it connects (`EventStamp`).
+    public var lastStamp: EventStamp { lock.withLock { stamped } }
+
     /// The oldest item, waiting until there is one.
-    public func take() -> Item {
+    public func take() -> Item { takeStamped().item }
+
+    /// The oldest item with its stamp (for an event, its own; for anything
+    /// else, the last event's posted before it), waiting until there is one.
+    public func takeStamped() -> (item: Item, stamp: EventStamp) {
         lock.withLock {
             while head == items.count { lock.wait() }
-            let item = items[head]
+            let entry = items[head]
             head += 1
             if head == items.count {
                 items.removeAll(keepingCapacity: true)
                 head = 0
             }
-            return item
+            return entry
         }
     }
 

@@ -13,6 +13,11 @@ public final class PlayerActions: @unchecked Sendable {
     // Guarded by `lock`: the heard ICY title of each radio URL (the newest 8).
     private var streamTitles: [(url: String, title: String)] = []
 
+    // Guarded by `lock`: single mode (`SingleMode`).
+    private var single = SingleMode.off
+    // Main loop only: the last track that ended had finished (played to its end).
+    private var lastEndFinished = false
+
     /// Fresh links a control client gives (`renew`); nil without a control channel.
     public let renewals: LinkRenewals?
 
@@ -95,5 +100,63 @@ public final class PlayerActions: @unchecked Sendable {
     /// The title the listener hears on the radio at `url`, if it sent one.
     public func streamTitle(for url: String) -> String? {
         lock.withLock { streamTitles.last { $0.url == url }?.title }
+    }
+
+    // MARK: Single mode
+
+    /// Single mode, MPD's `single` (specs/application.md §Single mode), kept
+    /// here so that every frontend sees the same mode. With the engine's
+    /// repeat mode `.one` the track repeats (the engine does it); otherwise,
+    /// when a track ends and the next starts on its own, `on` and `oneshot`
+    /// pause the player at the start of the next track, as MPD 0.23 pauses
+    /// at the song border, and `oneshot` then turns itself off.
+    public enum SingleMode: String, Sendable, CaseIterable {
+        case off, on, oneshot
+    }
+
+    /// The single mode now. Any thread.
+    public var singleMode: SingleMode { lock.withLock { single } }
+
+    /// Sets single mode; returns whether it changed. Any thread.
+    @discardableResult
+    public func setSingle(_ mode: SingleMode) -> Bool {
+        lock.withLock {
+            defer { single = mode }
+            return single != mode
+        }
+    }
+
+    /// Sets single mode as a command does: a change is announced as the
+    /// modes' other changes are, with the service's `queueChanged` (the
+    /// repeat mode set again to itself). Main loop.
+    public func changeSingle(to mode: SingleMode) {
+        if setSingle(mode) { service.setRepeatMode(service.repeatMode) }
+    }
+
+    /// Follows each event (main loop, after the frontends were shown it):
+    /// a track started on its own after another finished — a song border —
+    /// is paused at its start when single mode asks for it.
+    /// - Returns: true when single mode turned off here (a `oneshot` used).
+    @discardableResult
+    public func followBorder(_ event: PlaybackEvent) -> Bool {
+        switch event {
+        case .trackEnded(_, _, let reason):
+            lastEndFinished = reason == .finished
+            return false
+        case .trackStarted:
+            defer { lastEndFinished = false }
+            let mode = singleMode
+            guard lastEndFinished, mode != .off, service.repeatMode != .one else { return false }
+            try? service.pause()
+            try? service.seek(to: 0)  // the few milliseconds heard since the border
+            guard mode == .oneshot else { return false }
+            changeSingle(to: .off)
+            return true
+        default:
+            // Anything between an end and a start (the queue ended, a stop)
+            // means the start that follows is no border: a `play` later.
+            lastEndFinished = false
+            return false
+        }
     }
 }

@@ -22,6 +22,15 @@ public protocol PlayerFrontend: AnyObject {
     func start(_ app: PlayerApplication)
     /// Each event of the service, in order.
     func show(_ event: PlaybackEvent)
+    /// Each event with its stamp, the moment it was posted (`EventStamp`):
+    /// a frontend whose clients come and go shows it only to the clients
+    /// connected before that moment. By default `show(event)`.
+    func show(_ event: PlaybackEvent, stamp: EventStamp)
+    /// After a job that caused events (a command that changed the player),
+    /// with the stamp of the last of them: the moment to derive from the
+    /// state what changed (MPD's queue version and modes), as of the change
+    /// and not as of the later moment its events are shown.
+    func settled(at stamp: EventStamp)
     /// True while commands can still come from this frontend: the player
     /// then stays at the end of the queue instead of exiting.
     var waitsForCommands: Bool { get }
@@ -38,6 +47,8 @@ extension PlayerFrontend {
     public func open(_ app: PlayerApplication) throws(CoreError) {}
     public func start(_ app: PlayerApplication) {}
     public func show(_ event: PlaybackEvent) {}
+    public func show(_ event: PlaybackEvent, stamp: EventStamp) { show(event) }
+    public func settled(at stamp: EventStamp) {}
     public var waitsForCommands: Bool { false }
     public func takeStopRequest() -> Bool { false }
     public func interrupted() {}
@@ -172,13 +183,18 @@ public final class PlayerApplication: @unchecked Sendable {
         for frontend in frontends { frontend.start(self) }
 
         while !ended {
-            switch inbox.take() {
+            let (item, stamp) = inbox.takeStamped()
+            switch item {
             case .signal(let signo):
                 for frontend in frontends { frontend.interrupted() }  // the terminal first, whatever stopping takes
                 service.stop()
                 return .interrupted(signal: signo)
             case .job(let job):
-                switch job() {
+                let before = inbox.lastStamp
+                let outcome = job()
+                let after = inbox.lastStamp
+                if after != before { for frontend in frontends { frontend.settled(at: after) } }
+                switch outcome {
                 case .continue:
                     break
                 case .quit:
@@ -199,7 +215,8 @@ public final class PlayerApplication: @unchecked Sendable {
                     }
                 }
             case .event(let event):
-                for frontend in frontends { frontend.show(event) }
+                for frontend in frontends { frontend.show(event, stamp: stamp) }
+                actions.followBorder(event)
                 switch event {
                 case .error:
                     failures += 1

@@ -204,23 +204,50 @@ public final class StateKeeper: PlayerFrontend {
     /// Puts `state` back on `service`: the queue, volume and modes, the
     /// current entry at its position, and playback if it was playing. An
     /// entry that fails to open is reported by the service's events as usual.
-    /// - Parameter track: the queue entry for a saved URL (`serve` gives the
-    ///   library's tags, so the queue shows them before each track plays).
+    /// - Parameters:
+    ///   - track: the queue entry for a saved URL, or why it is dropped
+    ///     (`serve` gives the library's tags, so the queue shows them before
+    ///     each track plays, and drops files that are gone or outside the
+    ///     music directory). Dropped entries are said in one line through
+    ///     `log`; the current entry is the same one at its new place, or,
+    ///     when it was dropped, the next kept one from its start.
     public static func restore(_ state: PlayerState, on service: DefaultPlaybackService,
-                               track: (String) -> Track = { Track(url: $0) }) {
+                               track: (String) -> Result<Track, RestoreDrop> = { .success(Track(url: $0)) },
+                               log: (String) -> Void = Console.err) {
         service.setVolume(Float(min(max(state.volume.isFinite ? state.volume : 100, 0), 100) / 100))
         if let mode = RepeatMode(rawValue: state.repeatMode) { service.setRepeatMode(mode) }
         service.setShuffle(state.shuffle)
-        service.enqueue(state.queue.map { entry in
-            var restored = track(entry.uri)
-            restored.start = entry.start
-            restored.end = entry.end
-            return restored
-        })
-        guard let current = state.current, state.queue.indices.contains(current) else { return }
+        var kept: [Track] = [], newIndex: [Int?] = [], drops: [RestoreDrop: Int] = [:]
+        for entry in state.queue {
+            switch track(entry.uri) {
+            case .success(var restored):
+                restored.start = entry.start
+                restored.end = entry.end
+                newIndex.append(kept.count)
+                kept.append(restored)
+            case .failure(let why):
+                newIndex.append(nil)
+                drops[why, default: 0] += 1
+            }
+        }
+        if !drops.isEmpty {
+            let reasons = RestoreDrop.allCases.compactMap { why in drops[why].map { "\($0) \(why.rawValue)" } }
+            log("harmonia-play: state: dropped \(state.queue.count - kept.count) of \(state.queue.count) saved queue entries (\(reasons.joined(separator: ", ")))")
+        }
+        service.enqueue(kept)
+        guard let saved = state.current, state.queue.indices.contains(saved) else { return }
+        // The current entry where it now is; dropped: the next kept one, from its start.
+        let current: Int, position: Double
+        if let index = newIndex[saved] {
+            (current, position) = (index, state.position)
+        } else if let next = newIndex[(saved + 1)...].lazy.compactMap({ $0 }).first {
+            (current, position) = (next, 0)
+        } else {
+            return
+        }
         do throws(CoreError) {
             try service.jump(to: current)
-            if state.position.isFinite, state.position > 0 { try service.seek(to: state.position) }
+            if position.isFinite, position > 0 { try service.seek(to: position) }
             switch state.state {
             case "playing": try service.play()
             case "paused":
@@ -231,7 +258,13 @@ public final class StateKeeper: PlayerFrontend {
             default: break
             }
         } catch {
-            Console.err("harmonia-play: the saved state could not be restored: \(error.category.rawValue): \(Console.oneLine(error.message))")
+            log("harmonia-play: the saved state could not be restored: \(error.category.rawValue): \(Console.oneLine(error.message))")
         }
     }
+}
+
+/// Why a saved queue entry is not restored (`StateKeeper.restore`).
+public enum RestoreDrop: String, CaseIterable, Sendable, Error {
+    case missing = "missing"
+    case outside = "outside the music directory"
 }

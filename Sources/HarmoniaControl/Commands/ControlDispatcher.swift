@@ -21,7 +21,7 @@ public final class ControlDispatcher {
 
     public static let commands = [
         "play", "pause", "toggle", "stop", "seek", "volume", "mute", "next", "previous", "jump", "status",
-        "queue/items", "queue/add", "queue/remove", "queue/move", "queue/clear", "repeat", "shuffle",
+        "queue/items", "queue/add", "queue/remove", "queue/move", "queue/clear", "repeat", "single", "shuffle",
         "info", "cover", "renew", "quit",
     ] + ControlLibrary.commands
 
@@ -164,6 +164,13 @@ public final class ControlDispatcher {
             }
             service.setRepeatMode(mode)
             return .object([("repeat", .string(service.repeatMode.rawValue))])
+        case "single":
+            let name = try args.string("mode")
+            guard let mode = PlayerActions.SingleMode(rawValue: name) else {
+                throw CoreError.invalidArgument(("single: 'mode' must be off, on or oneshot; got '\(name.prefix(40))'"))
+            }
+            actions.changeSingle(to: mode)
+            return .object([("single", .string(actions.singleMode.rawValue))])
         case "shuffle":
             service.setShuffle(try args.bool("enabled"))
             return .object([("shuffle", .bool(service.shuffle))])
@@ -242,6 +249,7 @@ public final class ControlDispatcher {
             ("track", service.currentTrack.map { EventJSON.track($0, naming: naming) } ?? .null),
             ("count", .int(Int64(service.queue.count))),
             ("repeat", .string(service.repeatMode.rawValue)),
+            ("single", .string(actions.singleMode.rawValue)),
             ("shuffle", .bool(service.shuffle)),
         ]
         if let url = service.currentTrack?.url, let title = actions.streamTitle(for: url) {

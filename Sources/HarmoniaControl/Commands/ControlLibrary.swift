@@ -67,6 +67,19 @@ public final class ControlLibrary: Sendable {
         return track(for: song)
     }
 
+    /// A saved queue entry put back (`StateKeeper.restore`): a stream as it
+    /// is; a file inside the music directory with the library's tags; a
+    /// file that is gone, or whose real path is outside the music directory
+    /// (an absolute path elsewhere, `..`, a link out), dropped.
+    public func restoredTrack(forURL url: String) -> Result<Track, RestoreDrop> {
+        switch musicDirectory.judge(savedURL: url) {
+        case .stream: return .success(Track(url: url))
+        case .file(let real): return .success(track(forURL: real))
+        case .missing: return .failure(.missing)
+        case .outside: return .failure(.outside)
+        }
+    }
+
     /// A queue entry for a library song: its absolute path and the tags the
     /// library has (so nothing is read to show it).
     public func track(for song: LibrarySong) -> Track {

@@ -35,10 +35,12 @@ public final class ControlClient: @unchecked Sendable {
     private let lock = ConditionLock()
     // Guarded by `lock`: -1 once closed or dropped.
     private var writeFD: Int32
-    // Guarded by `lock`: messages delivered but not yet handled. Limited, so
-    // a flood of requests waits in the socket instead of in memory.
+    // Guarded by `lock`: messages delivered but not yet handled. One: the
+    // reader hands the next line to the main loop only once the last one is
+    // answered, so a client's backlog waits in its socket, never on the
+    // shared main loop ahead of the other clients' requests (round robin).
     private var inFlight = 0
-    private static let maxInFlight = 64
+    private static let maxInFlight = 1
     // Guarded by `lock` (socket clients): bytes to send from `outboxStart` on.
     private var outbox: [UInt8] = []
     private var outboxStart = 0
@@ -47,10 +49,14 @@ public final class ControlClient: @unchecked Sendable {
     /// Called once the client's reader and writer have both ended.
     private let onEnd: (@Sendable () -> Void)?
     private var threadsRunning = 0
+    /// The stamp of the last event made before the client connected: it is
+    /// owed only the events after it (`ControlServer.broadcast(_:stamp:)`).
+    public let connectStamp: EventStamp
 
-    public init(writeFD: Int32, isStdin: Bool, onEnd: (@Sendable () -> Void)? = nil) {
+    public init(writeFD: Int32, isStdin: Bool, connectStamp: EventStamp = .zero, onEnd: (@Sendable () -> Void)? = nil) {
         self.writeFD = writeFD
         self.isStdin = isStdin
+        self.connectStamp = connectStamp
         self.onEnd = onEnd
     }
 
@@ -217,6 +223,7 @@ public final class ControlServer: @unchecked Sendable {
     private var clients: [Int32: ControlClient] = [:]
     private var listenFD: Int32 = -1
     private var post: (@Sendable (ControlMessage) -> Void)?
+    private var stampSource: @Sendable () -> EventStamp = { .zero }
 
     public init(transport: ControlTransport) {
         self.transport = transport
@@ -230,9 +237,14 @@ public final class ControlServer: @unchecked Sendable {
     }
 
     /// Starts the reader threads (and accepting, after `open`); `post`
-    /// receives every line in order per client.
-    public func start(post: @escaping @Sendable (ControlMessage) -> Void) {
-        lock.withLock { self.post = post }
+    /// receives every line in order per client; each client accepted notes
+    /// `stamp()` (the application's `EventInbox.lastStamp`) as it connects.
+    public func start(stamp: @escaping @Sendable () -> EventStamp = { .zero },
+                      post: @escaping @Sendable (ControlMessage) -> Void) {
+        lock.withLock {
+            self.post = post
+            self.stampSource = stamp
+        }
         switch transport {
         case .stdin:
             let client = ControlClient(writeFD: 1, isStdin: true)
@@ -247,9 +259,13 @@ public final class ControlServer: @unchecked Sendable {
         }
     }
 
-    /// Sends `text` to every client.
-    public func broadcast(_ text: String) {
-        for client in lock.withLock({ Array(clients.values) }) { client.send(text) }
+    /// Sends `text` to every client; with a `stamp` (an event's), only to
+    /// the clients connected before it happened.
+    public func broadcast(_ text: String, stamp: EventStamp? = nil) {
+        for client in lock.withLock({ Array(clients.values) }) {
+            if let stamp, stamp <= client.connectStamp { continue }
+            client.send(text)
+        }
     }
 
     /// Stops listening and removes the socket file, after giving each
@@ -341,8 +357,12 @@ public final class ControlServer: @unchecked Sendable {
                 if errno == EINTR || errno == ECONNABORTED { continue }
                 return  // closed by shutdown()
             }
-            let client = ControlClient(writeFD: fd, isStdin: false, onEnd: { [weak self] in self?.remove(fd: fd) })
-            lock.withLock { clients[fd] = client }
+            let client = lock.withLock { () -> ControlClient in
+                let client = ControlClient(writeFD: fd, isStdin: false, connectStamp: stampSource(),
+                                           onEnd: { [weak self] in self?.remove(fd: fd) })
+                clients[fd] = client
+                return client
+            }
             client.startWriter(fd: fd)
             startReader(fd: fd, client: client)
         }

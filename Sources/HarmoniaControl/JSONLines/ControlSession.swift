@@ -30,14 +30,15 @@ public final class ControlSession: PlayerFrontend, @unchecked Sendable {
     /// Starts reading requests; each message becomes a job on the main loop.
     public func start(_ app: PlayerApplication) {
         let inbox = app.inbox
-        server?.start { [self] message in inbox.post(.job { self.handle(message) }) }
+        server?.start(stamp: { inbox.lastStamp }) { [self] message in inbox.post(.job { self.handle(message) }) }
     }
 
-    /// Writes `event` to every listener.
-    public func show(_ event: PlaybackEvent) {
+    /// Writes `event` to every listener: to each socket client connected
+    /// before it happened (`EventStamp`).
+    public func show(_ event: PlaybackEvent, stamp: EventStamp) {
         let text = EventJSON.line(event, naming: dispatcher.naming).serialized
         if eventsOnStdout { Console.out(text) }
-        server?.broadcast(text)
+        server?.broadcast(text, stamp: stamp)
     }
 
     /// Answers one message (main loop).

@@ -19,6 +19,10 @@ public enum PathBytes {
 
     /// The lossless string for `bytes` (which should not contain NUL).
     public static func string<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> String {
+        // Nearly every name: valid UTF-8 with no byte 0xF4 (which every
+        // scalar from U+100000 on, escapes included, starts with) is the
+        // same string either way, decoded at once.
+        if !bytes.contains(0xF4), let plain = String(validating: bytes, as: UTF8.self) { return plain }
         var scalars = String.UnicodeScalarView()
         var parser = Unicode.UTF8.ForwardParser()
         var iterator = bytes.makeIterator()
@@ -54,6 +58,8 @@ public enum PathBytes {
 
     /// The bytes `string` stands for: the inverse of `string(_:)`.
     public static func bytes(_ string: String) -> [UInt8] {
+        // No byte 0xF4: no scalar from U+100000 on, so no escape: the UTF-8 as it is.
+        if !string.utf8.contains(0xF4) { return Array(string.utf8) }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(string.utf8.count)
         for scalar in string.unicodeScalars {

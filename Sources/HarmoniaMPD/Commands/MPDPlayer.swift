@@ -27,8 +27,8 @@ public final class MPDPlayer: @unchecked Sendable {
     private let started = Date()
 
     private let lock = ConditionLock()
-    // Guarded by `lock`: modes the engine does not have.
-    private var singleMode = false
+    // Guarded by `lock`: modes the engine does not have (single is the
+    // application layer's, `PlayerActions.singleMode`).
     private var consumeMode = false
     private var outputEnabled = true
     // Guarded by `lock`: seconds played (MPD's `playtime`).
@@ -68,38 +68,47 @@ public final class MPDPlayer: @unchecked Sendable {
 
     // MARK: Modes
 
+    typealias SingleMode = PlayerActions.SingleMode
+
     struct Modes: Equatable {
         var `repeat`: Bool
         var random: Bool
-        var single: Bool
+        var single: SingleMode
         var consume: Bool
     }
 
     /// Repeat and single as the engine's repeat mode has them (whoever set
-    /// it: MPD, the JSON protocol, the desktop, a restored state), single
-    /// without repeat as MPD alone knows it.
+    /// it: MPD, the JSON protocol, the desktop, a restored state: repeat
+    /// `one` is MPD's repeat + single), and the application layer's single
+    /// mode (`PlayerActions.singleMode`: single without repeat pauses at the
+    /// next song's start; oneshot does so once).
     var modes: Modes {
-        let engine = service.repeatMode
+        let engine = service.repeatMode, single = app.actions.singleMode
         return lock.withLock {
-            Modes(repeat: engine != .off, random: service.shuffle, single: engine == .one || (engine == .off && singleMode),
-                  consume: consumeMode)
+            Modes(repeat: engine != .off, random: service.shuffle,
+                  single: engine == .one && single == .off ? .on : single, consume: consumeMode)
         }
     }
 
-    /// MPD's repeat and single onto the engine's repeat mode: repeat+single
-    /// repeats the track, repeat alone the queue. Single without repeat
-    /// (stop after the current track) is kept and reported but not acted on.
-    func setRepeat(_ repeatOn: Bool? = nil, single: Bool? = nil) {
+    /// MPD's repeat and single onto the engine's repeat mode (repeat+single
+    /// repeats the track, repeat alone the queue) and the application
+    /// layer's single mode (main loop). Idle clients hear of it once, from
+    /// the frontend (the service's `queueChanged`, derived when the command
+    /// has run: `MPDFrontend.settled`), not here as well.
+    func setRepeat(_ repeatOn: Bool? = nil, single: SingleMode? = nil) {
         let current = modes
         let repeatOn = repeatOn ?? current.repeat, single = single ?? current.single
-        lock.withLock { singleMode = single }
-        service.setRepeatMode(repeatOn ? (single ? .one : .all) : .off)
-        notify(.options)
+        guard repeatOn != current.repeat || single != current.single else { return }  // MPD: no change, no idle
+        app.actions.setSingle(single)
+        service.setRepeatMode(repeatOn ? (single != .off ? .one : .all) : .off)
     }
 
     func setConsume(_ on: Bool) {
-        lock.withLock { consumeMode = on }
-        notify(.options)
+        let changed = lock.withLock { () -> Bool in
+            defer { consumeMode = on }
+            return consumeMode != on
+        }
+        if changed { notify(.options) }
     }
 
     var isOutputEnabled: Bool { lock.withLock { outputEnabled } }

@@ -82,12 +82,12 @@ public struct MPDPlaybackCommands: MPDCommandGroup {
             try player.run { () throws(MPDError) in service.stop() }
         case "next":
             try player.run { () throws(MPDError) in
-                guard service.state != .stopped || service.currentIndex != nil else { return }
+                try requirePlaying()
                 do throws(CoreError) { try service.next() } catch { service.stop() }  // past the end: stopped, as MPD
             }
         case "previous":
             try player.run { () throws(MPDError) in
-                guard service.currentIndex != nil else { return }
+                try requirePlaying()
                 do throws(CoreError) { try service.previous() } catch { try core { () throws(CoreError) in try service.seek(to: 0) } }
             }
         case "seek":
@@ -107,7 +107,7 @@ public struct MPDPlaybackCommands: MPDCommandGroup {
             let relative = text.hasPrefix("+") || text.hasPrefix("-")
             let time = try MPDArgument.signedSongTime(text)
             try player.run { () throws(MPDError) in
-                guard service.state != .stopped, service.currentIndex != nil else { throw MPDError(.playerSync, "Not playing") }
+                try requirePlaying()
                 if relative {
                     try core { () throws(CoreError) in try actions.seek(by: time) }
                 } else {
@@ -126,10 +126,10 @@ public struct MPDPlaybackCommands: MPDCommandGroup {
             let on = try MPDArgument.bool(args[0])
             try player.run { () throws(MPDError) in player.setRepeat(on) }
         case "single":
-            // MPD also takes "oneshot"; not supported here.
-            guard args[0] != "oneshot" else { throw MPDError(.arg, "oneshot is not supported") }
-            let on = try MPDArgument.bool(args[0])
-            try player.run { () throws(MPDError) in player.setRepeat(single: on) }
+            // MPD 0.21+: 0, 1 or oneshot, spelled exactly so.
+            let modes: [String: MPDPlayer.SingleMode] = ["0": .off, "1": .on, "oneshot": .oneshot]
+            guard let mode = modes[args[0]] else { throw MPDError(.arg, "Unrecognized single mode, expected 0, 1, or oneshot") }
+            try player.run { () throws(MPDError) in player.setRepeat(single: mode) }
         case "random":
             let on = try MPDArgument.bool(args[0])
             try player.run { () throws(MPDError) in service.setShuffle(on) }
@@ -157,6 +157,17 @@ public struct MPDPlaybackCommands: MPDCommandGroup {
             }
         default:
             throw MPDError.unknownCommand(request.command)
+        }
+    }
+
+    /// MPD's "playing" (playing or paused, with a current song): else
+    /// `ACK [55@0] {CMD} Not playing`, as MPD 0.23 answers `next`,
+    /// `previous` and `seekcur` when stopped, whatever the queue holds (main loop).
+    private func requirePlaying() throws(MPDError) {
+        let service = player.service
+        switch service.state {
+        case .playing, .paused, .buffering where service.currentIndex != nil: return
+        default: throw MPDError(.playerSync, "Not playing")
         }
     }
 

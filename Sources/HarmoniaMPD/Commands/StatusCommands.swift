@@ -67,7 +67,7 @@ public struct MPDStatusCommands: MPDCommandGroup {
             ("volume", String(player.app.actions.volumePercent)),
             ("repeat", modes.repeat ? "1" : "0"),
             ("random", modes.random ? "1" : "0"),
-            ("single", modes.single ? "1" : "0"),
+            ("single", modes.single == .oneshot ? "oneshot" : modes.single == .on ? "1" : "0"),
             ("consume", modes.consume ? "1" : "0"),
             ("partition", "default"),
             ("playlist", String(player.ledger.version)),
@@ -107,7 +107,7 @@ public struct MPDStatusCommands: MPDCommandGroup {
     /// The entry after `current` in play order, where it is known (not under random).
     private func nextPosition(after current: Int, count: Int, modes: MPDPlayer.Modes) -> Int? {
         guard !modes.random else { return nil }
-        if modes.repeat && modes.single { return current }
+        if modes.repeat && modes.single != .off { return current }
         if current + 1 < count { return current + 1 }
         return modes.repeat && count > 0 ? 0 : nil
     }
