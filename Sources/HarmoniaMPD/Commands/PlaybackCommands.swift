@@ -165,10 +165,12 @@ public struct MPDPlaybackCommands: MPDCommandGroup {
     /// `previous` and `seekcur` when stopped, whatever the queue holds (main loop).
     private func requirePlaying() throws(MPDError) {
         let service = player.service
+        let active: Bool
         switch service.state {
-        case .playing, .paused, .buffering where service.currentIndex != nil: return
-        default: throw MPDError(.playerSync, "Not playing")
+        case .playing, .paused, .buffering: active = true
+        default: active = false
         }
+        guard active, service.currentIndex != nil else { throw MPDError(.playerSync, "Not playing") }
     }
 
     /// Plays the entry at `position` (main loop).
