@@ -145,7 +145,10 @@ struct PulseAudioBehaviourTests {
         // (the few of the first that still sounded after flush() are not counted either:
         // a position read then must not move until the new audio sounds).
         #expect(finalPlayed == heardAtFlush + Int64(rate / 2))
-        #expect(Int64(playedOfFirst) >= heardAtFlush)
+        // The position read at flush is interpolated between timing answers:
+        // it may run ahead of what had sounded by up to its stated accuracy
+        // (10 ms, specs/realtime.md; a run under load read 2 frames ahead).
+        #expect(Int64(playedOfFirst) >= heardAtFlush - Int64(rate / 100))
     }
 
     @Test("timing updates: every 100 ms while filling, backing off to 1 s (PipeWire: 250 ms) while full, quick again after a pause")
