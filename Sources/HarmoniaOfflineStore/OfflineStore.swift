@@ -174,7 +174,8 @@ public final class OfflineStore: @unchecked Sendable {
     // MARK: Reconciling
 
     /// Makes the index say what the folder holds (specs/offline.md §Crashes):
-    /// a row whose file is missing is dropped; a complete row whose file is
+    /// a complete row whose file is missing is dropped, a partial one holds
+    /// nothing (kept: another process may be about to create its file); a complete row whose file is
     /// not its size becomes partial; a partial row's `held` never exceeds its
     /// file; a data file no row names is removed. Files another process is
     /// downloading into (locked) are left alone.
@@ -189,9 +190,14 @@ public final class OfflineStore: @unchecked Sendable {
             named.insert(entry.fileName)
             let file = path(of: entry)
             guard let length = offlineFileLength(file) else {
-                if entry.held == 0 && !entry.complete && offlineFileIsLocked(file) { continue }
-                try run("DELETE FROM entry WHERE key = ?", [.text(entry.key)])
-                if entry.complete { damage.append(Damage(entry: entry, problem: "its file is missing")) }
+                if entry.complete {
+                    try run("DELETE FROM entry WHERE key = ? AND complete = 1", [.text(entry.key)])
+                    damage.append(Damage(entry: entry, problem: "its file is missing"))
+                } else if entry.held > 0 {
+                    // Partial: nothing held. (A row with nothing held and no file
+                    // yet is also how another process's download begins: kept.)
+                    try run("UPDATE entry SET held = 0 WHERE key = ? AND complete = 0", [.text(entry.key)])
+                }
                 continue
             }
             if offlineFileIsLocked(file) { continue }

@@ -27,21 +27,25 @@ struct SHA256 {
 
     /// Adds `bytes` to the message.
     mutating func update(_ bytes: UnsafeRawBufferPointer) {
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return }
         length &+= UInt64(bytes.count)
-        var rest = bytes[...]
+        var index = 0
         if !pending.isEmpty {
-            let take = min(64 - pending.count, rest.count)
-            pending.append(contentsOf: rest.prefix(take))
-            rest = rest.dropFirst(take)
+            let take = min(64 - pending.count, bytes.count)
+            pending.append(contentsOf: UnsafeRawBufferPointer(start: base, count: take))
+            index = take
             guard pending.count == 64 else { return }
-            pending.withUnsafeBytes { compress(UnsafeRawBufferPointer(rebasing: $0[...])) }
+            let block = pending
+            block.withUnsafeBytes { compress($0.baseAddress!) }
             pending.removeAll(keepingCapacity: true)
         }
-        while rest.count >= 64 {
-            compress(UnsafeRawBufferPointer(rebasing: rest.prefix(64)))
-            rest = rest.dropFirst(64)
+        while bytes.count - index >= 64 {
+            compress(base + index)
+            index += 64
         }
-        pending.append(contentsOf: rest)
+        if index < bytes.count {
+            pending.append(contentsOf: UnsafeRawBufferPointer(start: base + index, count: bytes.count - index))
+        }
     }
 
     mutating func update(_ bytes: [UInt8]) { bytes.withUnsafeBytes { update($0) } }
@@ -70,29 +74,33 @@ struct SHA256 {
         return hasher.finalizeHex()
     }
 
-    private mutating func compress(_ block: UnsafeRawBufferPointer) {
-        var w = [UInt32](repeating: 0, count: 64)
-        for i in 0..<16 {
-            w[i] = UInt32(block[4 * i]) << 24 | UInt32(block[4 * i + 1]) << 16 | UInt32(block[4 * i + 2]) << 8 | UInt32(block[4 * i + 3])
+    /// One 64-byte block at `block`. The schedule lives on the stack (no allocation per block).
+    private mutating func compress(_ block: UnsafeRawPointer) {
+        withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 64) { w in
+            Self.k.withUnsafeBufferPointer { k in
+                for i in 0..<16 {
+                    let p = block + 4 * i
+                    w[i] = UInt32(p.load(as: UInt8.self)) << 24 | UInt32((p + 1).load(as: UInt8.self)) << 16
+                        | UInt32((p + 2).load(as: UInt8.self)) << 8 | UInt32((p + 3).load(as: UInt8.self))
+                }
+                for i in 16..<64 {
+                    let a = w[i - 15], b = w[i - 2]
+                    let s0 = (a >> 7 | a << 25) ^ (a >> 18 | a << 14) ^ (a >> 3)
+                    let s1 = (b >> 17 | b << 15) ^ (b >> 19 | b << 13) ^ (b >> 10)
+                    w[i] = w[i - 16] &+ s0 &+ w[i - 7] &+ s1
+                }
+                var a = state[0], b = state[1], c = state[2], d = state[3], e = state[4], f = state[5], g = state[6], h = state[7]
+                for i in 0..<64 {
+                    let s1 = (e >> 6 | e << 26) ^ (e >> 11 | e << 21) ^ (e >> 25 | e << 7)
+                    let choice = (e & f) ^ (~e & g)
+                    let t1 = h &+ s1 &+ choice &+ k[i] &+ w[i]
+                    let s0 = (a >> 2 | a << 30) ^ (a >> 13 | a << 19) ^ (a >> 22 | a << 10)
+                    let majority = (a & b) ^ (a & c) ^ (b & c)
+                    h = g; g = f; f = e; e = d &+ t1; d = c; c = b; b = a; a = t1 &+ s0 &+ majority
+                }
+                state[0] &+= a; state[1] &+= b; state[2] &+= c; state[3] &+= d
+                state[4] &+= e; state[5] &+= f; state[6] &+= g; state[7] &+= h
+            }
         }
-        for i in 16..<64 {
-            let s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3)
-            let s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10)
-            w[i] = w[i - 16] &+ s0 &+ w[i - 7] &+ s1
-        }
-        var a = state[0], b = state[1], c = state[2], d = state[3], e = state[4], f = state[5], g = state[6], h = state[7]
-        for i in 0..<64 {
-            let s1 = rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)
-            let choice = (e & f) ^ (~e & g)
-            let t1 = h &+ s1 &+ choice &+ Self.k[i] &+ w[i]
-            let s0 = rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)
-            let majority = (a & b) ^ (a & c) ^ (b & c)
-            let t2 = s0 &+ majority
-            h = g; g = f; f = e; e = d &+ t1; d = c; c = b; b = a; a = t1 &+ t2
-        }
-        state[0] &+= a; state[1] &+= b; state[2] &+= c; state[3] &+= d
-        state[4] &+= e; state[5] &+= f; state[6] &+= g; state[7] &+= h
     }
-
-    private func rotr(_ x: UInt32, _ n: UInt32) -> UInt32 { (x >> n) | (x << (32 - n)) }
 }

@@ -42,13 +42,24 @@ import Testing
 
     static let bytes = Array("the audio of a test entry, whole".utf8)
 
-    @Test("a row whose file is missing is dropped on open")
+    @Test("a complete row whose file is missing is dropped on open, and verify names it")
     func rowWithoutFile() throws {
         let (store, entry) = try Self.storeWithEntry("a", Self.bytes)
         #expect(entry.complete)
         unlink(store.path(of: entry))
         let reopened = try OfflineStore(directory: store.directory)
         #expect(try reopened.entries().isEmpty)
+        #expect(try reopened.verify().map(\.entry.key) == ["a"])
+    }
+
+    @Test("a partial row whose file is missing is kept, holding nothing (a download just starting looks so)")
+    func partialRowWithoutFile() throws {
+        let store = try OfflineStore(directory: OfflineStoreTests.folder())
+        _ = try store.entryCreating(key: "p", url: "http://127.0.0.1/p")
+        try store.recordStart(key: "p", url: "http://127.0.0.1/p", held: 300, size: 1000, etag: "\"e\"", lastModified: nil, contentLength: 1000)
+        let reopened = try OfflineStore(directory: store.directory)
+        let entry = try #require(try reopened.entry(key: "p"))
+        #expect(!entry.complete && entry.held == 0)
     }
 
     @Test("a complete row whose file is short becomes partial at the file's length")

@@ -231,6 +231,35 @@ import Testing
         #expect(cut.status == 1)
     }
 
+    @Test("on a terminal: a progress bar (percent, bytes, rate, time left) on stderr; then the one line")
+    func progressBar() throws {
+        let server = try FaultHTTPServer()
+        let store = Self.folder("store")
+        let terminal = try PseudoTerminal(ProcessRunner.productsDirectory + "/harmonia-play",
+                                          ["offline", "add", "--store", store, server.url(Self.flac, "rate=300000")])
+        try terminal.wait(for: "ETA", timeout: 20)
+        try terminal.wait(for: "bytes, complete", timeout: 20)
+        #expect(try terminal.waitForExit(timeout: 20) == .exited(0))
+        let bar = try #require(terminal.output.components(separatedBy: "\r\u{1B}[K").first { $0.contains("ETA") })
+        #expect(bar.contains("%") && bar.contains("KB") && bar.contains("/s"), "\(bar.debugDescription)")
+    }
+
+    @Test("two processes on one store: a play from disk while an add downloads another URL")
+    func playWhileAdding() throws {
+        let server = try FaultHTTPServer()
+        let store = Self.folder("store")
+        let url = server.url("wav_s16_stereo_44k.wav")
+        #expect(try Self.offline(["add", "--store", store, url]).status == 0)
+        let adding = try LineProcess.harmoniaPlay(["offline", "add", "--store", store, server.url(Self.flac, "rate=100000")])
+        #expect(Self.awaitCondition { (try? Self.list(store).count) == 2 })
+        let (played, bytes) = try Self.playToFile(["--store", store, url])
+        let (_, local) = try Self.playToFile([Fixtures.named("wav_s16_stereo_44k.wav").path])
+        #expect(played.status == 0 && !local.isEmpty && bytes == local, "\(played.stderrText)")
+        #expect(adding.waitForExit(timeout: 30) == 0, "\(adding.stderr.all)")
+        let entries = try Self.list(store)
+        #expect(entries.count == 2 && entries.allSatisfy { $0["complete"] as? Bool == true })
+    }
+
     /// Whether this process may mount a tmpfs (root, and a kernel that lets it): the full-disk test needs one.
     static let canMountTmpfs: Bool = {
         let point = folder("tmpfs-probe")
