@@ -117,6 +117,20 @@ import Testing
         #expect(FileManager.default.contentsEqual(atPath: Self.dataFile(store)!, andPath: Fixtures.named(Self.flac).path))
     }
 
+    @Test("a server lying about the total on resume (a 206 declaring another size): started over, never spliced, never complete")
+    func lyingTotal() throws {
+        let server = try FaultHTTPServer()
+        let store = Self.folder("store")
+        _ = try Self.offline(["add", "--store", store, "--key", "k", "--network-timeout", "1", server.url(Self.flac, "cutat=40000")])
+        let lie = try Self.offline(["add", "--store", store, "--key", "k", "--network-timeout", "1", server.url(Self.flac, "lietotal=1")])
+        #expect(lie.status == 1 && lie.stderrText.split(separator: "\n").count == 1, "\(lie.stderrText)")
+        let requests = server.requests.filter { $0.path.contains("lietotal") }
+        #expect(requests.first?.range == "bytes=40000-" && requests.dropFirst().first?.range == nil)  // resumed, then from byte 0
+        let entry = try #require(try Self.list(store).first)
+        #expect(entry["complete"] as? Bool == false && entry["held"] as? Int == 0)
+        #expect(Self.fileSize(Self.dataFile(store)) == 0)
+    }
+
     @Test("a server cutting every connection at the same offset: given up within 25 s, partial")
     func cutEveryTime() throws {
         let server = try FaultHTTPServer()
