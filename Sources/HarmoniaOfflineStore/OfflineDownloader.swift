@@ -95,7 +95,7 @@ private struct Job {
     let progress: (OfflineProgress) -> Void
     /// Bytes [0, have) of the file hold the resource as `validator` names it.
     var have: Int64
-    var hasher = SHA256()
+    var hasher: BackgroundHasher
     var validator: String?
     var etag: String?
     var size: Int64?
@@ -122,7 +122,9 @@ private struct Job {
             try file.truncate(to: 0)  // bytes no validator vouches for: never spliced
             have = 0
         }
-        try file.hash(upTo: have, into: &hasher)
+        var seed = SHA256()
+        try file.hash(upTo: have, into: &seed)
+        hasher = BackgroundHasher(seed: seed)
         checkpoint = have
     }
 
@@ -267,7 +269,7 @@ private struct Job {
         }
         do throws(CoreError) {
             try file.write(bytes, at: have)
-            hasher.update(bytes)
+            hasher.feed(bytes)
             have += Int64(bytes.count)
             if have - checkpoint >= options.checkpointBytes { try checkpointNow() }
         } catch {
@@ -294,7 +296,7 @@ private struct Job {
         try file.sync()
         have = 0
         checkpoint = 0
-        hasher = SHA256()
+        hasher = BackgroundHasher(seed: SHA256())
     }
 
     /// Drops what is held and forgets the validators (the next request has no Range).
@@ -309,7 +311,7 @@ private struct Job {
     /// Every byte is here: fsync, hash, and only then the row says complete.
     private mutating func finish() throws(CoreError) -> OfflineEntry {
         try file.sync()
-        let hash = hasher.finalizeHex()
+        let hash = hasher.finish()
         try store.recordComplete(key: key, size: have, hash: hash)
         guard let entry = try store.entry(key: key) else { throw .invalidState("\(key): the entry vanished at completion") }
         return entry
