@@ -159,6 +159,25 @@ import Testing
         #expect(FileManager.default.contentsEqual(atPath: Self.dataFile(store)!, andPath: Fixtures.named(Self.flac).path))
     }
 
+    @Test("killed after the last byte but before the row said complete: the next run completes it with no request")
+    func killedAtTheEnd() throws {
+        let server = try FaultHTTPServer()
+        let store = Self.folder("store")
+        let url = server.url(Self.flac)
+        #expect(try Self.offline(["add", "--store", store, url]).status == 0)
+        let hash = try #require(try Self.list(store).first?["sha256"] as? String)
+        // The index as that kill leaves it (python3's sqlite3, as the fault server needs python3 anyway).
+        let edit = try ProcessRunner.run("/usr/bin/python3", ["-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); "
+            + "c.execute('UPDATE entry SET complete=0, held=0, content_hash=NULL'); c.commit()", store + "/index.sqlite"])
+        #expect(edit.status == 0, "\(edit.stderrText)")
+        #expect(try Self.list(store).first?["complete"] as? Bool == false)
+        let before = server.requests.count
+        #expect(try Self.offline(["add", "--store", store, url]).status == 0)
+        #expect(server.requests.count == before)
+        let entry = try #require(try Self.list(store).first)
+        #expect(entry["complete"] as? Bool == true && entry["sha256"] as? String == hash)
+    }
+
     @Test("the file changed on the server (a new ETag): the download starts over at byte 0, never spliced")
     func changedETag() throws {
         let root = try Self.root(with: Self.flac)
