@@ -242,9 +242,15 @@ public final class OfflineStore: @unchecked Sendable {
                 key: key, url: statement.text(2) ?? "", fileName: offlineFileName(forKey: key), size: size, held: held,
                 complete: complete, pinned: statement.int64(6) != 0, etag: statement.text(7), lastModified: statement.text(8),
                 contentLength: statement.int64(9).flatMap { $0 >= 0 ? $0 : nil }, contentHash: statement.text(10),
-                added: statement.double(11) ?? 0, lastPlayed: statement.double(12)))
+                added: finiteTime(statement.double(11)) ?? 0, lastPlayed: finiteTime(statement.double(12))))
         }
         return result
+    }
+
+    /// A time read back, if it is one a date can hold (not NaN, infinite or beyond year 9999).
+    private static func finiteTime(_ seconds: Double?) -> Double? {
+        guard let seconds, seconds.isFinite, abs(seconds) < 253_402_300_800 else { return nil }
+        return seconds
     }
 
     private func run(_ sql: String, _ values: [SQLiteValue]) throws(CoreError) {

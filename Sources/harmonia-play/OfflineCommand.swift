@@ -230,7 +230,7 @@ final class OfflineProgressBar {
             let left = rate > 0 ? Double(max(0, total - have)) / rate : 0
             let percent = total > 0 ? Int(Double(have) * 100 / Double(total)) : 0
             let name = String(Console.oneLine(key).suffix(30))
-            let line = "\(name) \(percent)% \(Self.bytes(Double(have)))/\(Self.bytes(Double(total))) \(Self.bytes(rate))/s ETA \(Int(left.rounded()))s"
+            let line = "\(name) \(percent)% \(Self.bytes(Double(have)))/\(Self.bytes(Double(total))) \(Self.bytes(rate))/s ETA \(Int(min(left, 99_999_999).rounded()))s"
             Console.writeAll(2, "\r\u{1B}[K" + line)
             drawn = true
         case .retrying(let key, let have, let reason):

@@ -119,12 +119,17 @@ import Testing
         #expect(try store.entries().count == 4)
     }
 
-    @Test("numbers a hand put in the index are checked: negative size, held above size, complete without size")
+    @Test("numbers a hand put in the index are checked: held above size, complete without size, times no date holds (a negative size the schema refuses)")
     func hostileRows() throws {
         let store = try OfflineStore(directory: OfflineStoreTests.folder())
         _ = try store.entryCreating(key: "f", url: "http://127.0.0.1/f")
         try store.recordStart(key: "f", url: "http://127.0.0.1/f", held: 900, size: 100, etag: nil, lastModified: nil, contentLength: nil)
-        let entry = try #require(try store.entry(key: "f"))
+        var entry = try #require(try store.entry(key: "f"))
         #expect(entry.held == 100 && !entry.complete)
+        let edit = try ProcessRunner.run("/usr/bin/python3", ["-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); "
+            + "c.execute(\"UPDATE entry SET added=9e999, last_played=-9e300, size=NULL, complete=1\"); c.commit()", store.indexFile])
+        #expect(edit.status == 0, "\(edit.stderrText)")
+        entry = try #require(try store.entry(key: "f"))
+        #expect(entry.added == 0 && entry.lastPlayed == nil && entry.size == nil && !entry.complete)
     }
 }
