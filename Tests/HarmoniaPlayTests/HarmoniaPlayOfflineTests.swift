@@ -256,6 +256,12 @@ import Testing
         let (_, local) = try Self.playToFile([Fixtures.named(Self.flac).path])
         #expect(result.status == 0, "\(result.stderrText)")
         #expect(!local.isEmpty && bytes == local)
+        // decode too, and with a seek (the copy is seekable): the local file's PCM exactly.
+        for start in [[], ["--start-frame", "20000"]] {
+            let offline = try ProcessRunner.harmoniaPlay(["decode", "--store", store, "-o", "-"] + start + [url])
+            let straight = try ProcessRunner.harmoniaPlay(["decode", "-o", "-"] + start + [Fixtures.named(Self.flac).path])
+            #expect(offline.status == 0 && !straight.stdout.isEmpty && offline.stdout == straight.stdout, "\(offline.stderrText)")
+        }
         #expect(server.requests.count == served)
         #expect(try Self.list(store).first?["last_played"] is String)
         // A copy cut short on disk is not played from disk: with the server gone, the play fails.
