@@ -26,6 +26,7 @@ let package = Package(
         .library(name: "HarmoniaControl", targets: ["HarmoniaControl"]),
         .library(name: "HarmoniaLibrary", targets: ["HarmoniaLibrary"]),
         .library(name: "HarmoniaSQLite", targets: ["HarmoniaSQLite"]),
+        .library(name: "HarmoniaOfflineStore", targets: ["HarmoniaOfflineStore"]),
         .library(name: "HarmoniaMPD", targets: ["HarmoniaMPD"]),
         .library(name: "HarmoniaSnapcast", targets: ["HarmoniaSnapcast"]),
     ] + (withWeb ? [.library(name: "HarmoniaWebSocket", targets: ["HarmoniaWebSocket"])] : []) + [
@@ -124,6 +125,13 @@ let package = Package(
             name: "HarmoniaSQLite",
             dependencies: ["HarmoniaCore", "HarmoniaLibrary", "CSQLite"]
         ),
+        // Offline copies (specs/offline.md): a folder of files indexed by
+        // SQLite, on the package's one SQLite layer (HarmoniaSQLite's
+        // package-access calls); downloads through HarmoniaHTTP's libcurl.
+        .target(
+            name: "HarmoniaOfflineStore",
+            dependencies: ["HarmoniaCore", "HarmoniaSQLite", "HarmoniaHTTP"]
+        ),
         // The application layer: the player's main loop, its commands and
         // event fan-out, and the JSON-lines transports; every way of driving
         // the player is a frontend of it.
@@ -152,6 +160,7 @@ let package = Package(
                 "HarmoniaFFmpeg",
                 "HarmoniaLibrary",
                 "HarmoniaSQLite",
+                "HarmoniaOfflineStore",
                 "HarmoniaMPD",
                 "HarmoniaLinux",
                 "HarmoniaMPRIS",
@@ -201,6 +210,10 @@ let package = Package(
         .testTarget(
             name: "HarmoniaLibraryTests",
             dependencies: ["HarmoniaCore", "HarmoniaLibrary", "HarmoniaSQLite", "HarmoniaFFmpeg", "HarmoniaTestSupport"]
+        ),
+        .testTarget(
+            name: "HarmoniaOfflineStoreTests",
+            dependencies: ["HarmoniaCore", "HarmoniaOfflineStore", "HarmoniaTestSupport"]
         ),
         .testTarget(
             name: "HarmoniaMPDTests",

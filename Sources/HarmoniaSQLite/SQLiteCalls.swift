@@ -1,27 +1,38 @@
-// Every libsqlite3 call of HarmoniaSQLite — specs/library.md §Store
+// Every libsqlite3 call of HarmoniaSQLite — specs/library.md §Store, specs/offline.md §Index
 //
 // The one file that calls sqlite3_*: each failure is thrown as an SQLiteError
-// naming the function and SQLite's message; the store maps it to CoreError.
+// naming the function and SQLite's message; each store maps it to CoreError.
+// Package access: the one SQLite layer under every store of this package
+// (the library here, the offline store in HarmoniaOfflineStore).
 import CSQLite
 import HarmoniaCore
 
 /// A failed SQLite call: the function, SQLite's (extended) result code and message.
-struct SQLiteError: Error, CustomStringConvertible {
-    let function: String
-    let code: Int32
-    let message: String
+package struct SQLiteError: Error, CustomStringConvertible {
+    package let function: String
+    package let code: Int32
+    package let message: String
 
-    var description: String { "\(function) failed (\(code)): \(message)" }
+    package init(function: String, code: Int32, message: String) {
+        self.function = function
+        self.code = code
+        self.message = message
+    }
+
+    package var description: String { "\(function) failed (\(code)): \(message)" }
 
     /// The primary result code (the low byte of an extended code).
-    var primaryCode: Int32 { code & 0xFF }
+    package var primaryCode: Int32 { code & 0xFF }
 
-    /// The CoreError for this failure of the database at `file`, with what the user can do.
-    func coreError(file: String) -> CoreError {
-        let text = "library database '\(file)': \(description)"
+    /// The CoreError for this failure of the database at `file`, with what
+    /// the user can do: `what` names the database ("library database"),
+    /// `rebuild` says how a corrupt one is rebuilt.
+    package func coreError(file: String, what: String = "library database",
+                           rebuild: String = "a new scan rebuilds the library") -> CoreError {
+        let text = "\(what) '\(file)': \(description)"
         switch primaryCode {
         case SQLITE_NOTADB, SQLITE_CORRUPT:
-            return .decodeError(text + "; move the file away, and a new scan rebuilds the library")
+            return .decodeError(text + "; move the file away, and " + rebuild)
         case SQLITE_CONSTRAINT:
             return .invalidState(text)
         case SQLITE_BUSY, SQLITE_LOCKED:
@@ -37,13 +48,13 @@ struct SQLiteError: Error, CustomStringConvertible {
 }
 
 /// One connection (`sqlite3 *`). Not thread-safe: its owner guards it with a lock.
-final class SQLiteConnection {
+package final class SQLiteConnection {
     private var handle: OpaquePointer?
-    let file: String
+    package let file: String
 
     /// Opens (creating when `create`) the database at `file`; waits up to
     /// `busyTimeoutMilliseconds` for another connection's lock.
-    init(file: String, readOnly: Bool, busyTimeoutMilliseconds: Int32 = 5000) throws(SQLiteError) {
+    package init(file: String, readOnly: Bool, busyTimeoutMilliseconds: Int32 = 5000) throws(SQLiteError) {
         self.file = file
         let flags = readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
         var db: OpaquePointer?
@@ -61,13 +72,13 @@ final class SQLiteConnection {
     deinit { close() }
 
     /// Closes the connection; later calls fail with SQLITE_MISUSE. Idempotent.
-    func close() {
+    package func close() {
         if let handle { sqlite3_close_v2(handle) }
         handle = nil
     }
 
     /// Runs `sql` (one or more statements, no results wanted).
-    func execute(_ sql: String) throws(SQLiteError) {
+    package func execute(_ sql: String) throws(SQLiteError) {
         let db = try open("sqlite3_exec")
         var error: UnsafeMutablePointer<CChar>?
         let status = sqlite3_exec(db, sql, nil, nil, &error)
@@ -79,7 +90,7 @@ final class SQLiteConnection {
     }
 
     /// Compiles one statement.
-    func prepare(_ sql: String) throws(SQLiteError) -> SQLiteStatement {
+    package func prepare(_ sql: String) throws(SQLiteError) -> SQLiteStatement {
         let db = try open("sqlite3_prepare_v2")
         var statement: OpaquePointer?
         let status = sqlite3_prepare_v2(db, sql, -1, &statement, nil)
@@ -90,19 +101,19 @@ final class SQLiteConnection {
     }
 
     /// The first column of the first row of `sql`, as an integer (nil without a row or for NULL).
-    func integer(_ sql: String) throws(SQLiteError) -> Int64? {
+    package func integer(_ sql: String) throws(SQLiteError) -> Int64? {
         let statement = try prepare(sql)
         return try statement.step() ? statement.int64(0) : nil
     }
 
     /// The first column of the first row of `sql`, as text.
-    func text(_ sql: String) throws(SQLiteError) -> String? {
+    package func text(_ sql: String) throws(SQLiteError) -> String? {
         let statement = try prepare(sql)
         return try statement.step() ? statement.text(0) : nil
     }
 
     /// True when a transaction is open (not in autocommit mode).
-    var inTransaction: Bool {
+    package var inTransaction: Bool {
         guard let handle else { return false }
         return sqlite3_get_autocommit(handle) == 0
     }
@@ -114,7 +125,7 @@ final class SQLiteConnection {
 }
 
 /// One prepared statement. Finalized when released; used by one thread at a time.
-final class SQLiteStatement {
+package final class SQLiteStatement {
     private let statement: OpaquePointer
     private let connection: OpaquePointer
 
@@ -126,7 +137,7 @@ final class SQLiteStatement {
     deinit { sqlite3_finalize(statement) }
 
     /// Binds the parameters in order (1-based in SQL): String, Int64, Double or nil.
-    func bind(_ values: [SQLiteValue]) throws(SQLiteError) {
+    package func bind(_ values: [SQLiteValue]) throws(SQLiteError) {
         for (offset, value) in values.enumerated() {
             let index = Int32(offset + 1)
             let status: Int32
@@ -142,7 +153,7 @@ final class SQLiteStatement {
     }
 
     /// Advances to the next row: true for a row, false when done.
-    func step() throws(SQLiteError) -> Bool {
+    package func step() throws(SQLiteError) -> Bool {
         let status = sqlite3_step(statement)
         switch status {
         case SQLITE_ROW: return true
@@ -152,24 +163,24 @@ final class SQLiteStatement {
     }
 
     /// Runs a statement that returns no rows.
-    func run(_ values: [SQLiteValue] = []) throws(SQLiteError) {
+    package func run(_ values: [SQLiteValue] = []) throws(SQLiteError) {
         try bind(values)
         while try step() {}
     }
 
     /// Column `index` as an integer; nil for NULL. A REAL is converted by
     /// SQLite, which clamps out-of-range values (no trap); TEXT is parsed.
-    func int64(_ index: Int32) -> Int64? {
+    package func int64(_ index: Int32) -> Int64? {
         sqlite3_column_type(statement, index) == SQLITE_NULL ? nil : sqlite3_column_int64(statement, index)
     }
 
     /// Column `index` as a Double; nil for NULL.
-    func double(_ index: Int32) -> Double? {
+    package func double(_ index: Int32) -> Double? {
         sqlite3_column_type(statement, index) == SQLITE_NULL ? nil : sqlite3_column_double(statement, index)
     }
 
     /// Column `index` as UTF-8 text (bytes that are not UTF-8 are replaced); nil for NULL.
-    func text(_ index: Int32) -> String? {
+    package func text(_ index: Int32) -> String? {
         guard sqlite3_column_type(statement, index) != SQLITE_NULL, let bytes = sqlite3_column_text(statement, index) else { return nil }
         let count = Int(max(0, sqlite3_column_bytes(statement, index)))
         return String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self)
@@ -181,12 +192,12 @@ final class SQLiteStatement {
 }
 
 /// A value bound to a statement parameter.
-enum SQLiteValue {
+package enum SQLiteValue {
     case null
     case integer(Int64)
     case real(Double)
     case text(String)
 
-    init(_ text: String?) { self = text.map(SQLiteValue.text) ?? .null }
-    init(_ number: Double?) { self = number.map(SQLiteValue.real) ?? .null }
+    package init(_ text: String?) { self = text.map(SQLiteValue.text) ?? .null }
+    package init(_ number: Double?) { self = number.map(SQLiteValue.real) ?? .null }
 }

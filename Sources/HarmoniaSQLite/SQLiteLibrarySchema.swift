@@ -87,24 +87,11 @@ enum SQLiteLibrarySchema {
         }
     }
 
-    /// Brings the database to `version`, in one transaction.
+    /// Brings the database to `version`, in one transaction (SQLiteStoreSupport).
     /// - Throws: `unsupported` for a database written by a newer build (its
     ///   version above ours) or with a negative version; SQLite's errors.
     static func migrate(_ db: SQLiteConnection) throws {
-        try db.execute("BEGIN IMMEDIATE")
-        do {
-            let found = try db.integer("PRAGMA user_version") ?? 0
-            guard found >= 0, found <= Int64(version) else {
-                throw CoreError.unsupported("library database '\(db.file)' has schema version \(found); this build reads versions up to \(version): use a newer build, or move the file away to rebuild the library")
-            }
-            for next in Int(found)..<version {
-                try db.execute(migrations[next])
-                try db.execute("PRAGMA user_version = \(next + 1)")
-            }
-            try db.execute("COMMIT")
-        } catch {
-            try? db.execute("ROLLBACK")
-            throw error
-        }
+        try db.migrate(migrations, what: "library database",
+                       remedy: "use a newer build, or move the file away to rebuild the library")
     }
 }

@@ -31,11 +31,7 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
     public init(file: String) throws(CoreError) {
         self.file = file
         do {
-            let writer = try SQLiteConnection(file: file, readOnly: false)
-            guard try writer.text("PRAGMA journal_mode = WAL")?.lowercased() == "wal" else {
-                throw CoreError.ioError("library database '\(file)': cannot switch to WAL mode; put it on a local disk")
-            }
-            try writer.execute("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON")
+            let writer = try SQLiteConnection.openWAL(file: file, what: "library database")
             try SQLiteLibrarySchema.migrate(writer)
             let reader = try SQLiteConnection(file: file, readOnly: false)
             try reader.execute("PRAGMA query_only = ON")
@@ -271,8 +267,7 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
                 if !inBatch || batchOpen {
                     try body(writer)
                 } else {
-                    try writer.execute("BEGIN IMMEDIATE")
-                    do { try body(writer); try writer.execute("COMMIT") } catch { try? writer.execute("ROLLBACK"); throw error }
+                    try writer.transaction(body)
                 }
             } catch {
                 throw Self.coreError(error, file: file)

@@ -1,9 +1,11 @@
-// The network options of `play` and `decode` — specs/network.md §Options
+// The network options of `play` and `decode` — specs/network.md §Options, specs/offline.md §Playback
 import ArgumentParser
+import Foundation
 import HarmoniaControl
 import HarmoniaCore
 import HarmoniaFFmpeg
 import HarmoniaHTTP
+import HarmoniaOfflineStore
 
 /// `--network-timeout`, `--http-header`, `--user-agent`, `--insecure`.
 struct NetworkOptions: ParsableArguments {
@@ -20,6 +22,9 @@ struct NetworkOptions: ParsableArguments {
 
     @Flag(help: "Do not verify https certificates (a self-signed server). Without it, a certificate the system does not trust is an error.")
     var insecure = false
+
+    @Option(name: .long, help: ArgumentHelp("The offline store: a URL with a complete copy there plays from disk, with no request (default: $XDG_DATA_HOME/harmonia-play/offline, when it exists).", valueName: "DIR"))
+    var store: String?
 
     func validate() throws {
         if let timeout, !(timeout.isFinite && timeout > 0 && timeout <= 86_400) {
@@ -53,8 +58,24 @@ struct NetworkOptions: ParsableArguments {
             let timeout = configuration.networkTimeout
             configuration.renewLink = { url, _ in renewals.wait(for: url, seconds: timeout) }
         }
+        var source: any ByteSourcePort = HTTPSourcePort(configuration: configuration)
+        if let offline = openStore() { source = OfflineByteSourcePort(store: offline, network: source) }
         return FFmpegDecoderAdapter(logger: logger, networkTimeout: configuration.networkTimeout,
-                                    networkSource: HTTPSourcePort(configuration: configuration),
+                                    networkSource: source,
                                     verifyTLS: configuration.verifyTLS, httpHeaders: configuration.headers)
+    }
+
+    /// The offline store to play from: `--store DIR` (made when missing; a
+    /// store that cannot be opened is reported in one line and the network
+    /// used), else the default folder when it holds an index (never made).
+    func openStore() -> OfflineStore? {
+        let directory = store ?? OfflineStore.defaultDirectory()
+        if store == nil, !FileManager.default.fileExists(atPath: directory + "/index.sqlite") { return nil }
+        do {
+            return try OfflineStore(directory: directory)
+        } catch {
+            Console.report(directory, error)
+            return nil
+        }
     }
 }

@@ -1,7 +1,7 @@
 // The fault-injecting HTTP(S) server (Tests/Network/fault_server.py) as a
 // test fixture: a real server on loopback whose URL query chooses the fault
 // (stall, reset, refuse, never, rate, norange, lietotal, status, redirect,
-// icy, chunked). See the script's header for the list.
+// icy, chunked, cutat, type; ETag, Last-Modified and If-Range). See the script's header for the list.
 import Foundation
 
 public final class FaultHTTPServer: @unchecked Sendable {
@@ -50,6 +50,7 @@ public final class FaultHTTPServer: @unchecked Sendable {
         public let path: String
         public let range: String?
         public let authorization: String?
+        public let ifrange: String?
     }
 
     public func stop() {

@@ -27,6 +27,14 @@ Range support (206) and a Content-Length:
   chunked=1      Transfer-Encoding: chunked, no length (a live stream)
   expire=1       every request for this URL after the first answers 403 (a
                  signed link that expired)
+  cutat=N        every response ends (the connection closed cleanly) at byte
+                 N of the file, whatever its Content-Length announced
+  type=T         Content-Type T instead of application/octet-stream
+
+Every file answer carries an ETag (from the file's size and modification
+time: rewriting the file changes it) and a Last-Modified; a Range request
+whose If-Range names neither is answered 200 with the whole file, as
+RFC 9110 says. noetag=1 leaves both validators out.
 
 Prints the port on stdout, then logs one JSON line per request to --log
 (method, path, range, authorization). --tls CERT KEY serves https; its
@@ -55,7 +63,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def log_request_line(self):
         entry = {"method": self.command, "path": self.path, "range": self.headers.get("Range"),
-                 "authorization": self.headers.get("Authorization"), "icy": self.headers.get("Icy-MetaData")}
+                 "authorization": self.headers.get("Authorization"), "icy": self.headers.get("Icy-MetaData"),
+                 "ifrange": self.headers.get("If-Range")}
         with counts_lock:
             with open(self.log_file, "a") as f:
                 f.write(json.dumps(entry) + "\n")
@@ -108,10 +117,16 @@ class Handler(BaseHTTPRequestHandler):
             return
         with open(path, "rb") as f:
             data = f.read()
+            info = os.fstat(f.fileno())
         size = len(data)
+        etag = None if q.get("noetag") else f'"{info.st_size:x}-{info.st_mtime_ns:x}"'
+        modified = None if q.get("noetag") else self.date_time_string(int(info.st_mtime))
         start = 0
         ranged = False
         header = self.headers.get("Range")
+        if_range = self.headers.get("If-Range")
+        if if_range is not None and if_range not in (etag, modified):
+            header = None  # the validator changed: the whole new file
         if header and not q.get("norange") and header.startswith("bytes="):
             first = header[6:].split("-")[0]
             start = int(first) if first else 0
@@ -129,7 +144,10 @@ class Handler(BaseHTTPRequestHandler):
                              b"Content-Type: audio/mpeg\r\n\r\n" % icy)
         else:
             self.send_response(206 if ranged else 200)
-            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Content-Type", q.get("type", "application/octet-stream"))
+            if etag:
+                self.send_header("ETag", etag)
+                self.send_header("Last-Modified", modified)
             if not q.get("norange"):
                 self.send_header("Accept-Ranges", "bytes")
             if q.get("chunked"):
@@ -151,6 +169,8 @@ class Handler(BaseHTTPRequestHandler):
             stall_at = int(q["stallall"])
         if stall_at is not None:
             limit = min(limit, max(0, stall_at - start))
+        if "cutat" in q:
+            limit = min(limit, max(0, int(q["cutat"]) - start))
         reset_at = int(q["reset"]) if "reset" in q else None
         if reset_at is not None:
             limit = min(limit, reset_at)

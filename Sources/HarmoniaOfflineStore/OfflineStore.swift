@@ -1,0 +1,326 @@
+// The offline store: a folder of data files and the SQLite index that names
+// them — specs/offline.md §Index, §Keys, §Crashes
+//
+// The index says only what the disk holds: a data file is written and
+// fsynced before the row that names it says so; on open the index is
+// reconciled with the folder (a row whose file is missing is dropped, one
+// whose file is short is partial at the file's length; a data file no row
+// names is removed). SQLite's locking (WAL, busy timeout) keeps two
+// processes' rows apart; a download in progress also holds its file's flock.
+import Foundation
+import HarmoniaCore
+import HarmoniaSQLite
+
+/// One entry of the store, as `offline list` shows it.
+public struct OfflineEntry: Sendable, Equatable {
+    public var key: String
+    /// The URL as given when it was added.
+    public var url: String
+    /// The data file's name inside the store folder (from the key's hash).
+    public var fileName: String
+    /// The whole length in bytes, once a server declared it.
+    public var size: Int64?
+    /// Bytes [0, held) are on disk, fsynced (a copy's one held range).
+    public var held: Int64
+    public var complete: Bool
+    /// An offline copy (true) or a cached stream (false; the later stream cache).
+    public var pinned: Bool
+    public var etag: String?
+    public var lastModified: String?
+    public var contentLength: Int64?
+    /// SHA-256 of the whole file, recorded at completion.
+    public var contentHash: String?
+    /// Seconds since 1970 (UTC).
+    public var added: Double
+    public var lastPlayed: Double?
+}
+
+/// The store at one folder. Threads: any, one call at a time (a lock guards the connection).
+public final class OfflineStore: @unchecked Sendable {
+    /// The store folder.
+    public let directory: String
+    /// The index file inside it.
+    public var indexFile: String { directory + "/index.sqlite" }
+
+    private let lock = NSLock()
+    // Guarded by `lock`.
+    private let db: SQLiteConnection
+    /// Complete entries the reconcile of `init` found missing or short (for `verify`). Guarded by `lock`.
+    private var damageAtOpen: [Damage] = []
+
+    /// The default folder of offline copies: `$XDG_DATA_HOME/harmonia-play/offline`
+    /// (`~/.local/share/harmonia-play/offline` without it).
+    public static func defaultDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        if let data = environment["XDG_DATA_HOME"], data.hasPrefix("/") { return data + "/harmonia-play/offline" }
+        let home = environment["HOME"] ?? NSHomeDirectory()
+        return home + "/.local/share/harmonia-play/offline"
+    }
+
+    static let migrations: [String] = [
+        // 1: one row per entry (specs/offline.md §Index).
+        """
+        CREATE TABLE entry (
+            key TEXT PRIMARY KEY,
+            file TEXT NOT NULL UNIQUE,
+            url TEXT NOT NULL,
+            size INTEGER CHECK (size IS NULL OR size >= 0),
+            held INTEGER NOT NULL DEFAULT 0 CHECK (held >= 0),
+            complete INTEGER NOT NULL DEFAULT 0,
+            pinned INTEGER NOT NULL DEFAULT 1,
+            etag TEXT,
+            last_modified TEXT,
+            content_length INTEGER,
+            content_hash TEXT,
+            added REAL NOT NULL,
+            last_played REAL
+        ) WITHOUT ROWID;
+        CREATE INDEX entry_url ON entry(url);
+        """,
+    ]
+
+    /// Opens the store at `directory` (creating the folder and the index),
+    /// brings the schema up to date and reconciles the index with the disk.
+    /// - Throws: `ioError` when the folder or index cannot be made or opened
+    ///   (disk full included); `decodeError` for a corrupt index;
+    ///   `unsupported` for an index a newer build wrote.
+    public init(directory: String) throws(CoreError) {
+        let directory = directory.count > 1 && directory.hasSuffix("/") ? String(directory.dropLast()) : directory
+        self.directory = directory
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            throw .ioError("offline store '\(directory)': cannot create the folder: \(error.localizedDescription)")
+        }
+        do {
+            db = try SQLiteConnection.openWAL(file: directory + "/index.sqlite", what: "offline store index")
+            try db.migrate(Self.migrations, what: "offline store index",
+                           remedy: "use a newer build, or move the store folder away")
+        } catch {
+            throw Self.coreError(error, file: directory + "/index.sqlite")
+        }
+        let damage = try reconcile()
+        lock.withLock { damageAtOpen = damage }
+    }
+
+    /// The path of an entry's data file.
+    public func path(of entry: OfflineEntry) -> String { directory + "/" + entry.fileName }
+
+    // MARK: Reading
+
+    /// Every entry, in the order added.
+    public func entries() throws(CoreError) -> [OfflineEntry] {
+        try withDB { db in try Self.select("ORDER BY added, key", [], db) }
+    }
+
+    /// The entry named `key`, if any.
+    public func entry(key: String) throws(CoreError) -> OfflineEntry? {
+        try withDB { db in try Self.select("WHERE key = ?", [.text(key)], db).first }
+    }
+
+    /// The entries whose URL (as given) is `url`.
+    public func entries(url: String) throws(CoreError) -> [OfflineEntry] {
+        try withDB { db in try Self.select("WHERE url = ? ORDER BY added, key", [.text(url)], db) }
+    }
+
+    // MARK: Writing (each one transaction)
+
+    /// The entry `key`, inserted as a new partial offline copy of `url` when absent.
+    func entryCreating(key: String, url: String) throws(CoreError) -> OfflineEntry {
+        try withDB { db in
+            try db.transaction { db in
+                if let found = try Self.select("WHERE key = ?", [.text(key)], db).first { return found }
+                let now = Date().timeIntervalSince1970
+                try db.prepare("INSERT INTO entry(key, file, url, held, complete, pinned, added) VALUES (?, ?, ?, 0, 0, 1, ?)")
+                    .run([.text(key), .text(offlineFileName(forKey: key)), .text(url), .real(now)])
+                return try Self.select("WHERE key = ?", [.text(key)], db).first!
+            }
+        }
+    }
+
+    /// Records what a response declared (validators, size), and that
+    /// `held` bytes are on disk; never marks the entry complete.
+    func recordStart(key: String, url: String, held: Int64, size: Int64?, etag: String?, lastModified: String?, contentLength: Int64?) throws(CoreError) {
+        try run("""
+            UPDATE entry SET url = ?, held = ?, size = ?, etag = ?, last_modified = ?, content_length = ?,
+                complete = 0, content_hash = NULL WHERE key = ?
+            """, [.text(url), .integer(held), size.map(SQLiteValue.integer) ?? .null, SQLiteValue(etag), SQLiteValue(lastModified),
+                  contentLength.map(SQLiteValue.integer) ?? .null, .text(key)])
+    }
+
+    /// Records that bytes [0, `held`) are on disk and fsynced.
+    func recordHeld(key: String, held: Int64) throws(CoreError) {
+        try run("UPDATE entry SET held = ? WHERE key = ? AND complete = 0", [.integer(held), .text(key)])
+    }
+
+    /// Marks the entry complete: its file (fsynced before this call) holds `size` bytes hashing to `hash`.
+    func recordComplete(key: String, size: Int64, hash: String) throws(CoreError) {
+        try run("UPDATE entry SET held = ?, size = ?, complete = 1, content_hash = ? WHERE key = ?",
+                [.integer(size), .integer(size), .text(hash), .text(key)])
+    }
+
+    /// Records a play of the entry now.
+    public func recordPlayed(key: String) throws(CoreError) {
+        try run("UPDATE entry SET last_played = ? WHERE key = ?", [.real(Date().timeIntervalSince1970), .text(key)])
+    }
+
+    /// Removes the entry: its row, then its file (a crash between leaves a
+    /// file no row names, which the next open removes). Frees the space at
+    /// once, unless another process still has the file open.
+    public func remove(_ entry: OfflineEntry) throws(CoreError) {
+        try run("DELETE FROM entry WHERE key = ?", [.text(entry.key)])
+        try removeOfflineFile(path(of: entry))
+    }
+
+    // MARK: Reconciling
+
+    /// Makes the index say what the folder holds (specs/offline.md §Crashes):
+    /// a complete row whose file is missing is dropped, a partial one holds
+    /// nothing (kept: another process may be about to create its file); a complete row whose file is
+    /// not its size becomes partial; a partial row's `held` never exceeds its
+    /// file; a data file no row names is removed. Files another process is
+    /// downloading into (locked) are left alone.
+    /// - Returns: the complete entries found missing or short (now dropped or partial).
+    /// - Throws: `ioError` from the index or the folder.
+    @discardableResult
+    public func reconcile() throws(CoreError) -> [Damage] {
+        let rows = try entries()
+        var named = Set<String>()
+        var damage: [Damage] = []
+        for entry in rows {
+            named.insert(entry.fileName)
+            let file = path(of: entry)
+            guard let length = offlineFileLength(file) else {
+                if entry.complete {
+                    try run("DELETE FROM entry WHERE key = ? AND complete = 1", [.text(entry.key)])
+                    damage.append(Damage(entry: entry, problem: "its file is missing"))
+                } else if entry.held > 0 {
+                    // Partial: nothing held. (A row with nothing held and no file
+                    // yet is also how another process's download begins: kept.)
+                    try run("UPDATE entry SET held = 0 WHERE key = ? AND complete = 0", [.text(entry.key)])
+                }
+                continue
+            }
+            if offlineFileIsLocked(file) { continue }
+            if entry.complete, length != entry.size {
+                damage.append(Damage(entry: entry, problem: "the file holds \(length) bytes, not \(entry.size.map(String.init) ?? "?")"))
+                try run("UPDATE entry SET complete = 0, content_hash = NULL, held = ? WHERE key = ?",
+                        [.integer(min(length, entry.size ?? length)), .text(entry.key)])
+            } else if !entry.complete, entry.held > length {
+                try run("UPDATE entry SET held = ? WHERE key = ?", [.integer(length), .text(entry.key)])
+            }
+        }
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        for name in names where isOfflineFileName(name) && !named.contains(name) {
+            let file = directory + "/" + name
+            // A row added after our listing (another process starting a download) names it now.
+            if offlineFileIsLocked(file) { continue }
+            let namedNow = try withDB { db in try db.prepare("SELECT 1 FROM entry WHERE file = ?").rows([.text(name)]) }
+            if namedNow { continue }
+            try removeOfflineFile(file)
+        }
+        return damage
+    }
+
+    // MARK: Rows
+
+    private static let columns = "key, file, url, size, held, complete, pinned, etag, last_modified, content_length, content_hash, added, last_played"
+
+    /// The rows matching `clause`, every number checked (a row a hand or a
+    /// bug made impossible reads as partial with nothing held).
+    private static func select(_ clause: String, _ values: [SQLiteValue], _ db: SQLiteConnection) throws -> [OfflineEntry] {
+        let statement = try db.prepare("SELECT \(columns) FROM entry \(clause)")
+        try statement.bind(values)
+        var result: [OfflineEntry] = []
+        while try statement.step() {
+            let key = statement.text(0) ?? ""
+            let size = statement.int64(3).flatMap { $0 >= 0 ? $0 : nil }
+            var held = max(0, statement.int64(4) ?? 0)
+            var complete = statement.int64(5) == 1
+            if let size, held > size { held = size }
+            if complete && (size == nil || held != size) { complete = false }
+            result.append(OfflineEntry(
+                key: key, url: statement.text(2) ?? "", fileName: offlineFileName(forKey: key), size: size, held: held,
+                complete: complete, pinned: statement.int64(6) != 0, etag: statement.text(7), lastModified: statement.text(8),
+                contentLength: statement.int64(9).flatMap { $0 >= 0 ? $0 : nil }, contentHash: statement.text(10),
+                added: finiteTime(statement.double(11)) ?? 0, lastPlayed: finiteTime(statement.double(12))))
+        }
+        return result
+    }
+
+    /// A time read back, if it is one a date can hold (not NaN, infinite or beyond year 9999).
+    private static func finiteTime(_ seconds: Double?) -> Double? {
+        guard let seconds, seconds.isFinite, abs(seconds) < 253_402_300_800 else { return nil }
+        return seconds
+    }
+
+    private func run(_ sql: String, _ values: [SQLiteValue]) throws(CoreError) {
+        try withDB { db in try db.prepare(sql).run(values) }
+    }
+
+    private func withDB<T>(_ body: (SQLiteConnection) throws -> T) throws(CoreError) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        do { return try body(db) } catch { throw Self.coreError(error, file: indexFile) }
+    }
+
+    private static func coreError(_ error: any Error, file: String) -> CoreError {
+        switch error {
+        case let error as CoreError: error
+        case let error as SQLiteError: error.coreError(file: file, what: "offline store index", rebuild: "run 'offline add' again")
+        default: .ioError("offline store index '\(file)': \(error)")
+        }
+    }
+}
+
+extension SQLiteStatement {
+    /// Whether the statement, bound to `values`, yields a row.
+    fileprivate func rows(_ values: [SQLiteValue]) throws -> Bool {
+        try bind(values)
+        return try step()
+    }
+}
+
+// MARK: Verifying
+
+extension OfflineStore {
+    /// What `verify` found wrong with one entry.
+    public struct Damage: Sendable {
+        public let entry: OfflineEntry
+        public let problem: String
+    }
+
+    /// Re-reads every complete entry (its length, then its SHA-256 against
+    /// the one recorded at completion); removes each damaged one (row and
+    /// file) and returns them, with the complete entries reconciling found
+    /// missing or short (at open or now). Entries being downloaded are skipped.
+    /// Blocks while it reads; threads: any.
+    /// - Throws: `ioError` from the index.
+    public func verify() throws(CoreError) -> [Damage] {
+        // What reconciling (at open, and now) found cut short or missing is damage too.
+        var damaged = lock.withLock { () -> [Damage] in defer { damageAtOpen = [] }; return damageAtOpen }
+        damaged += try reconcile()
+        for damage in damaged { if let now = try entry(key: damage.entry.key) { try remove(now) } }
+        for entry in try entries() where entry.complete {
+            let file = path(of: entry)
+            let problem: String?
+            if let length = offlineFileLength(file), length != entry.size {
+                problem = "the file holds \(length) bytes, not \(entry.size.map(String.init) ?? "?")"
+            } else {
+                do throws(CoreError) {
+                    let data = try OfflineDataFile(path: file, create: false)
+                    var hasher = SHA256()
+                    try data.hash(upTo: entry.size ?? 0, into: &hasher)
+                    let hash = hasher.finalizeHex()
+                    problem = hash == entry.contentHash ? nil : "the content changed on disk (SHA-256 \(hash.prefix(12))…, recorded \(entry.contentHash?.prefix(12) ?? "none")…)"
+                } catch {
+                    problem = error.message
+                }
+            }
+            if let problem {
+                damaged.append(Damage(entry: entry, problem: problem))
+                try remove(entry)
+            }
+        }
+        return damaged
+    }
+}
