@@ -93,13 +93,21 @@ public final class LineBuffer: @unchecked Sendable {
         }
     }
 
-    /// Reads `fd` to its end on a thread of its own, then calls `end()`.
+    /// Reads the handle's descriptor to its end on a thread of its own, then
+    /// calls `end()`. A read error (a reset connection, a descriptor closed
+    /// under it) ends the stream too: `FileHandle.availableData` would trap.
     func pump(_ handle: FileHandle) {
         let thread = Thread { [self] in
-            while true {
-                let data = handle.availableData
-                if data.isEmpty { break }
-                append(data)
+            // The handle stays alive (and its descriptor open) while it is read.
+            withExtendedLifetime(handle) {
+                let fd = handle.fileDescriptor
+                var buffer = [UInt8](repeating: 0, count: 65_536)
+                while true {
+                    let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+                    if n < 0 && errno == EINTR { continue }
+                    if n <= 0 { break }
+                    append(Data(buffer[0..<n]))
+                }
             }
             end()
         }
@@ -234,8 +242,12 @@ public final class UnixLineClient: @unchecked Sendable {
     /// Half-closes: no more requests, but replies are still read.
     public func finishWriting() { shutdown(fd, Int32(SHUT_WR)) }
 
+    /// Shuts the socket down, waits for the reading thread to see the end,
+    /// then closes it: closed under a read, the number could already name
+    /// another file. (Not closed at all if the reader never ends: a leak,
+    /// not a read of someone else's descriptor.)
     deinit {
         shutdown(fd, Int32(SHUT_RDWR))
-        Glibc.close(fd)
+        if lines.waitForEnd(timeout: 10) { Glibc.close(fd) }
     }
 }
