@@ -84,11 +84,7 @@ demo: build
 # The whole suite; then the FFmpeg adapter again under AddressSanitizer and
 # LeakSanitizer (no leak, no use-after-free, bad inputs included), and the
 # real-time path under ThreadSanitizer — each in its own build folder.
-# The PipeWire run comes first, on a quiet machine: right after test-unit's
-# web suites (a browser, 100 WebSocket clients) a private PipeWire graph
-# lost one cycle (512–1,024 frames of silence) in three CI runs in a row,
-# while the same build passed every time a few minutes later.
-test: test-pipewire test-unit test-hostile test-examples test-asan test-tsan
+test: test-unit test-pipewire test-hostile test-examples test-asan test-tsan
 
 # Hostile files (specs/hardening.md §Hostile files): Tests/Hostile/hostile_files.py
 # writes ~200 files with absurd headers, tags and sizes plus seeded mutations

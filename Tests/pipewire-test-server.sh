@@ -35,6 +35,11 @@ write_config() {
   cat >"$dir/config/pipewire/pipewire.conf.d/harmonia-test.conf" <<'EOF'
 context.properties = {
     default.clock.allowed-rates = [ 44100 48000 ]
+    # Locked in memory, as a desktop's real-time setup does: this machine's
+    # proactive reclaim (kdamond) otherwise pages the graph out after heavy
+    # work, and a graph cycle is lost to the page faults.
+    mem.allow-mlock = true
+    mem.mlock-all   = true
 }
 context.objects = [
     { factory = adapter
@@ -55,6 +60,10 @@ context.objects = [
 ]
 EOF
   cat >"$dir/config/pipewire/pipewire-pulse.conf.d/harmonia-test.conf" <<EOF
+context.properties = {
+    mem.allow-mlock = true
+    mem.mlock-all   = true
+}
 pulse.properties = {
     server.address = [ "$address" ]
 }
