@@ -14,8 +14,20 @@ import Testing
 @Suite struct StoredPlaylistsTests {
     static let badName = MPDError(.arg, "Bad playlist name")
 
+    /// The file's bytes; nil when it cannot be opened. Read with read(2):
+    /// Foundation's `contents(atPath:)` leaks its buffer for an empty file
+    /// (LeakSanitizer, `readBytesFromFile`), and an empty playlist is one.
     static func bytes(_ path: String) -> [UInt8]? {
-        FileManager.default.contents(atPath: path).map { Array($0) }
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes: [UInt8] = [], chunk = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return n == 0 ? bytes : nil }
+            bytes += chunk[0..<n]
+        }
     }
 
     /// Names in the folder, hidden ones included.
