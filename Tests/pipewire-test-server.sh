@@ -129,7 +129,16 @@ case $action in
   start) start ;;
   stop) stop ;;
   restart) stop; start ;;
-  kill) p=$(cat "$dir/pipewire-pulse.pid" 2>/dev/null || true); [ -n "$p" ] && kill -9 "$p" 2>/dev/null || true
+  kill) p=$(cat "$dir/pipewire-pulse.pid" 2>/dev/null || true)
+        if [ -n "$p" ]; then
+          kill -9 "$p" 2>/dev/null || true
+          # Gone (or a zombie: its socket is closed) before `start` binds the
+          # socket again; a process with locked memory takes a moment to die.
+          for _ in $(seq 1 50); do
+            [ -e "/proc/$p" ] && ! grep -q '^State:.*Z' "/proc/$p/status" 2>/dev/null || break
+            sleep 0.1
+          done
+        fi
         rm -f "$dir/pipewire-pulse.pid" ;;
   *) echo "usage: $0 start|stop|restart|kill DIR" >&2; exit 2 ;;
 esac
