@@ -48,7 +48,9 @@ VORBIS = [
 ]
 
 
-def tag_vorbis(path, kind, tags):
+def retag(path, kind, tags):
+    """Replaces the tags of the file at `path` (a mutagen `kind`) with `tags`:
+    each list becomes one key with a value per element."""
     audio = kind(path)
     audio.delete()
     audio = kind(path)
@@ -86,12 +88,7 @@ def tag_mp4(target, tags):
     """Copies the ALAC fixture to `target` and gives it `tags` (each list
     becomes one item with a data atom per value)."""
     shutil.copyfile(os.path.join(FIXTURES, "alac_stereo_44k.m4a"), target)
-    audio = MP4(target)
-    audio.delete()
-    audio = MP4(target)
-    for key, values in tags.items():
-        audio[key] = values
-    audio.save()
+    retag(target, MP4, tags)
     return target
 
 
@@ -102,7 +99,7 @@ def make(directory, mp4_lists=False):
     for fixture, name, kind, tags in VORBIS:
         target = os.path.join(folder, name)
         shutil.copyfile(os.path.join(FIXTURES, fixture), target)
-        tag_vorbis(target, kind, tags)
+        retag(target, kind, tags)
         written.append(target)
     for version in (4, 3):
         target = os.path.join(folder, f"{8 - version:02d} ID3v2.{version}.mp3")
