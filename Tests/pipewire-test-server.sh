@@ -100,7 +100,7 @@ start() {
     rm -f "$dir/runtime/bus"
     dbus-daemon --session --address="$DBUS_SESSION_BUS_ADDRESS" --fork --print-pid >"$dir/dbus.pid" 2>>"$dir/dbus.log" </dev/null
   }
-  launch pipewire pipewire
+  PIPEWIRE_DEBUG="${PIPEWIRE_DEBUG:-2,pw.node:3}" launch pipewire pipewire
   wait_for pipewire_socket "pipewire"
   launch wireplumber wireplumber
   launch pipewire-pulse pipewire-pulse

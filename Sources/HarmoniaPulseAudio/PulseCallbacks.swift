@@ -69,6 +69,13 @@ let sinkInfoReceived: pa_sink_info_cb_t = { _, info, eol, userdata in
     if eol != 0 || info != nil { context.adapter.operationDidFinish() }
 }
 
+/// The server played silence because the stream's buffer ran dry (on
+/// pipewire-pulse also when it held less than a graph cycle): counted as an
+/// underrun. Runs where the write callback runs; real-time safe.
+let streamUnderflowed: pa_stream_notify_cb_t = { _, userdata in
+    Unmanaged<PulseRealTimeState>.fromOpaque(userdata!).takeUnretainedValue().serverRanDry()
+}
+
 /// The real-time callback: everything it does is in `PulseRealTimeState.fill`.
 let streamWriteRequested: pa_stream_request_cb_t = { stream, bytes, userdata in
     let probe = pulseWriteCallbackProbe

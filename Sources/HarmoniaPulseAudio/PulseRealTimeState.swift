@@ -151,6 +151,18 @@ final class PulseRealTimeState: @unchecked Sendable {
         refilling = false
     }
 
+    /// The server reported an underflow. While playing with audio still to
+    /// send (not prefilling or refilling, and not at the end of a drain,
+    /// where silence is expected) it is an underrun the callback did not
+    /// see: the server, not the ring, ran dry because the callback came late
+    /// (PulseAudio and pipewire-pulse then insert silence and lose nothing,
+    /// as the pre-buffer is never zero). Real-time safe.
+    func serverRanDry() {
+        guard playing, !refilling, !draining || ring.readableFrames > 0 || replayFrom < replayTo else { return }
+        underruns.add(1, ordering: .relaxed)
+        if let mainloop { pa_threaded_mainloop_signal(mainloop, 0) }
+    }
+
     private func remember(_ out: UnsafeMutablePointer<Float>, frames: Int) {
         var position = streamFramesWritten
         for frame in 0..<frames {

@@ -87,9 +87,7 @@ extension PulseAudioOutputAdapter {
         guard let stream = pa_stream_new(context, "playback", &spec, &map) else {
             throw .ioError("PulseAudio: cannot create a stream (\(String(cString: pa_strerror(pa_context_errno(context)))))")
         }
-        pa_stream_set_write_callback(stream, streamWriteRequested, Unmanaged.passUnretained(rt).toOpaque())
-        pa_stream_set_state_callback(stream, streamStateChanged, Unmanaged.passUnretained(self).toOpaque())
-        pa_stream_set_latency_update_callback(stream, streamTimingUpdated, Unmanaged.passUnretained(self).toOpaque())
+        setCallbacks(of: stream, realTime: rt)
         let latencyBytes = UInt32(sampleRate * Self.clampedLatency(options.latency)) * UInt32(channels * 4)
         // Opened uncorked once the ring holds audio, with a pre-buffer: the
         // server starts the stream when real audio has arrived. With prebuf 0
@@ -119,9 +117,7 @@ extension PulseAudioOutputAdapter {
             if state == PA_STREAM_READY { break }
             if state == PA_STREAM_FAILED || state == PA_STREAM_TERMINATED {
                 let error = pa_context_errno(context)
-                pa_stream_set_write_callback(stream, nil, nil)
-                pa_stream_set_state_callback(stream, nil, nil)
-                pa_stream_set_latency_update_callback(stream, nil, nil)
+                setCallbacks(of: stream, realTime: nil)
                 pa_stream_unref(stream)
                 throw Self.streamError(error, device: options.device)
             }
@@ -161,12 +157,21 @@ extension PulseAudioOutputAdapter {
         return .ioError("PulseAudio: cannot open a playback stream (\(reason))")
     }
 
+    /// Points the stream's callbacks at this adapter and `rt` (the write
+    /// and underflow callbacks), or clears them all when `rt` is nil.
+    private func setCallbacks(of stream: OpaquePointer, realTime rt: PulseRealTimeState?) {
+        let state = rt.map { Unmanaged.passUnretained($0).toOpaque() }
+        let adapter = rt == nil ? nil : Unmanaged.passUnretained(self).toOpaque()
+        pa_stream_set_write_callback(stream, rt == nil ? nil : streamWriteRequested, state)
+        pa_stream_set_underflow_callback(stream, rt == nil ? nil : streamUnderflowed, state)
+        pa_stream_set_state_callback(stream, rt == nil ? nil : streamStateChanged, adapter)
+        pa_stream_set_latency_update_callback(stream, rt == nil ? nil : streamTimingUpdated, adapter)
+    }
+
     func teardownStream() {
         stopTimingTimer()
         guard let stream else { return }
-        pa_stream_set_write_callback(stream, nil, nil)
-        pa_stream_set_state_callback(stream, nil, nil)
-        pa_stream_set_latency_update_callback(stream, nil, nil)
+        setCallbacks(of: stream, realTime: nil)
         if pa_stream_get_state(stream) == PA_STREAM_READY {
             pa_operation_unref(pa_stream_cork(stream, 1, nil, nil))
             pa_stream_disconnect(stream)

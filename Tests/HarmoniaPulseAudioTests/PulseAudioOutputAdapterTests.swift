@@ -53,34 +53,55 @@ struct PulseAudioOutputAdapterTests {
         do { try output.configure(sampleRate: 44100, channels: 2) } catch { #expect(error.category == .notFound) }
     }
 
-    /// Plays `name` through a recording sink at its own rate and checks the sink
-    /// played exactly the decoded samples.
+    /// Plays `name` through a recording sink at its own rate, at the
+    /// player's default latency, and checks the sink played exactly the
+    /// decoded samples (`exactOrReported`).
     func playsBitExact(_ name: String, channelMap: String? = nil) throws {
         let (samples, info) = try decodeAll(name)
-        let recorder = try SinkRecorder(rate: Int(info.sampleRate), channels: info.channels, channelMap: channelMap)
-        let output = PulseAudioOutputAdapter(options: pulseOptions(device: recorder.sinkName))
-        try output.configure(sampleRate: info.sampleRate, channels: info.channels)
-        let frames = samples.count / info.channels
-        #expect(output.write(samples, frameCount: frames) == frames)   // the ring holds it all
-        try output.start()
-        output.drain()
-        let played = output.framesPlayed
-        output.stop()
-        let recording = try recorder.finish()
-        if let dump = ProcessInfo.processInfo.environment["HARMONIA_DUMP"] {
-            try recording.withUnsafeBytes { try Data($0).write(to: URL(fileURLWithPath: dump + "/\(name).rec")) }
-            try samples.withUnsafeBytes { try Data($0).write(to: URL(fileURLWithPath: dump + "/\(name).src")) }
+        try exactOrReported(name) {
+            let recorder = try SinkRecorder(rate: Int(info.sampleRate), channels: info.channels, channelMap: channelMap)
+            let output = PulseAudioOutputAdapter(options: pulseOptions(device: recorder.sinkName, latency: 0.5))
+            try output.configure(sampleRate: info.sampleRate, channels: info.channels)
+            let frames = samples.count / info.channels
+            #expect(output.write(samples, frameCount: frames) == frames)   // the ring holds it all
+            try output.start()
+            output.drain()
+            let played = output.framesPlayed
+            output.stop()
+            let recording = try recorder.finish()
+            if let dump = ProcessInfo.processInfo.environment["HARMONIA_DUMP"] {
+                try recording.withUnsafeBytes { try Data($0).write(to: URL(fileURLWithPath: dump + "/\(name).rec")) }
+                try samples.withUnsafeBytes { try Data($0).write(to: URL(fileURLWithPath: dump + "/\(name).src")) }
+            }
+            let loud = recording.lazy.filter { $0 != 0 }.count
+            print("[\(name)] played \(played) of \(frames) frames; recorded \(recording.count / info.channels) frames, \(loud) non-zero samples; underruns \(output.underrunCount)")
+            #expect(played >= Int64(frames) - 1)
+            let offset = SinkRecorder.offset(of: samples, in: recording, channels: info.channels)
+            let start = (offset ?? 0) * info.channels
+            let exact = offset != nil && start + samples.count <= recording.count
+                && recording[start..<(start + samples.count)].elementsEqual(samples)
+            return (exact, output.underrunCount)
         }
-        let loud = recording.lazy.filter { $0 != 0 }.count
-        print("[\(name)] played \(played) of \(frames) frames; recorded \(recording.count / info.channels) frames, \(loud) non-zero samples; underruns \(output.underrunCount)")
-        #expect(played >= Int64(frames) - 1)
-        let offset = SinkRecorder.offset(of: samples, in: recording, channels: info.channels)
-        #expect(offset != nil, "the decoded samples must appear in the recording")
-        guard let offset else { return }
-        let start = offset * info.channels
-        #expect(start + samples.count <= recording.count)
-        let exact = start + samples.count <= recording.count && recording[start..<(start + samples.count)].elementsEqual(samples)
-        #expect(exact, "the sink must play exactly the decoded samples")
+    }
+
+    /// Runs `attempt` (a recording: exact or not, and the underruns the
+    /// output reported) until one is exact, at most three times. A
+    /// recording that is not exact must come with a reported underrun —
+    /// the one way a sink may play other than the decoded samples is the
+    /// server running dry, and the output always says so (its callback ran
+    /// dry, or the server's underflow notice). Such a run proves nothing
+    /// about exactness, so it is tried again: on a machine too loaded to
+    /// feed the stream in time (a sanitizer build on 2 cores) one run in
+    /// several underflows.
+    func exactOrReported(_ what: String, _ attempt: () throws -> (exact: Bool, underruns: Int)) throws {
+        for run in 1...3 {
+            let (exact, underruns) = try attempt()
+            if exact { return }
+            #expect(underruns > 0, "\(what): the sink played other than the decoded samples with no underrun reported")
+            if underruns == 0 { return }
+            print("[\(what)] run \(run): \(underruns) underrun(s) reported, the recording not exact; trying again")
+        }
+        Issue.record("\(what): three runs in a row underflowed; none could show the sink plays exactly the decoded samples")
     }
 
     @Test("stereo at 44.1 kHz: the sink plays exactly the decoded samples")
@@ -92,33 +113,38 @@ struct PulseAudioOutputAdapterTests {
     func formatChange() throws {
         let (stereo, stereoInfo) = try decodeAll("wav_s16_stereo_44k.wav")
         let (surround, surroundInfo) = try decodeAll("flac_s16_51_48k.flac")
-        let first = try SinkRecorder(rate: 44100, channels: 2)
-        let second = try SinkRecorder(rate: 48000, channels: 6,
-                                          channelMap: "front-left,front-right,front-center,lfe,rear-left,rear-right")
         defer { _ = try? PulseTestServer.pactl(["set-default-sink", "harmonia_null"]) }
-        // One output on the default sink; each track's stream lands on the
-        // sink that is the default when it opens, so each is recorded alone.
-        let output = PulseAudioOutputAdapter(options: pulseOptions())
-        try PulseTestServer.pactl(["set-default-sink", first.sinkName])
-        try output.configure(sampleRate: stereoInfo.sampleRate, channels: 2)
-        #expect(output.write(stereo, frameCount: stereo.count / 2) == stereo.count / 2)
-        try output.start()
-        output.drain()
-        #expect(output.framesPlayed == Int64(stereo.count / 2))
-        try PulseTestServer.pactl(["set-default-sink", second.sinkName])
-        try output.configure(sampleRate: surroundInfo.sampleRate, channels: 6)   // a new stream, new format
-        #expect(output.framesPlayed == 0)
-        #expect(output.write(surround, frameCount: surround.count / 6) == surround.count / 6)
-        try output.start()
-        output.drain()
-        #expect(output.framesPlayed == Int64(surround.count / 6))
-        output.stop()
-        let a = try first.finish(), b = try second.finish()
-        let offsetA = SinkRecorder.offset(of: stereo, in: a, channels: 2)
-        let offsetB = SinkRecorder.offset(of: surround, in: b, channels: 6)
-        #expect(offsetA.map { a[($0 * 2)...].starts(with: stereo) } == true, "the first track, exact")
-        #expect(offsetB.map { b[($0 * 6)...].starts(with: surround) } == true, "the second track, exact")
-        #expect(output.underrunCount == 0)
+        try exactOrReported("format change") {
+            let first = try SinkRecorder(rate: 44100, channels: 2)
+            let second = try SinkRecorder(rate: 48000, channels: 6,
+                                              channelMap: "front-left,front-right,front-center,lfe,rear-left,rear-right")
+            // One output on the default sink; each track's stream lands on the
+            // sink that is the default when it opens, so each is recorded alone.
+            let output = PulseAudioOutputAdapter(options: pulseOptions(latency: 0.5))
+            try PulseTestServer.pactl(["set-default-sink", first.sinkName])
+            try output.configure(sampleRate: stereoInfo.sampleRate, channels: 2)
+            #expect(output.write(stereo, frameCount: stereo.count / 2) == stereo.count / 2)
+            try output.start()
+            output.drain()
+            #expect(output.framesPlayed == Int64(stereo.count / 2))
+            let firstUnderruns = output.underrunCount
+            try PulseTestServer.pactl(["set-default-sink", second.sinkName])
+            try output.configure(sampleRate: surroundInfo.sampleRate, channels: 6)   // a new stream, new format
+            #expect(output.framesPlayed == 0)
+            #expect(output.write(surround, frameCount: surround.count / 6) == surround.count / 6)
+            try output.start()
+            output.drain()
+            #expect(output.framesPlayed == Int64(surround.count / 6))
+            let underruns = firstUnderruns + output.underrunCount
+            output.stop()
+            let a = try first.finish(), b = try second.finish()
+            let offsetA = SinkRecorder.offset(of: stereo, in: a, channels: 2)
+            let offsetB = SinkRecorder.offset(of: surround, in: b, channels: 6)
+            let exactA = offsetA.map { a[($0 * 2)...].starts(with: stereo) } == true
+            let exactB = offsetB.map { b[($0 * 6)...].starts(with: surround) } == true
+            print("[format change] first track exact: \(exactA), second: \(exactB); underruns \(underruns)")
+            return (exactA && exactB, underruns)
+        }
     }
 
     @Test("the ring holds the decode-ahead at the stream's own rate, the buffer besides; never less than ringFrames")
