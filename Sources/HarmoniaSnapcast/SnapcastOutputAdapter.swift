@@ -109,6 +109,16 @@ public final class SnapcastOutputAdapter: AudioOutputPort, @unchecked Sendable {
         return ring.write(frames, frames: frameCount)
     }
 
+    /// Always continues: snapserver's format is fixed, so a new rate or
+    /// channel count only needs a converter of its own. The writer thread
+    /// finishes the queued audio (with its converter's tail) and goes on
+    /// with the new format's within the same period.
+    /// - Throws: `invalidArgument` (rate, channels), as `configure`.
+    public func continueInFormat(sampleRate: Double, channels: Int) throws(CoreError) -> Bool {
+        try core.continueInFormat(sampleRate: sampleRate, channels: channels)
+        return true
+    }
+
     /// Our gain on the samples (ramped over one period); heard after the
     /// pipeline (lead + buffer), like everything sent.
     public func setVolume(_ volume: Float) { core.setVolume(volume) }
@@ -138,8 +148,12 @@ final class SnapcastWriterCore: @unchecked Sendable {
 
     let lock = ConditionLock()
     // Control state.
+    /// The ring and converter the writer reads, then formats written after
+    /// it (`continueInFormat`), oldest first: the producer writes into the
+    /// newest; the writer moves on when the one before runs dry.
     private var ring: SPSCRingBuffer?
     private var resampler: SnapcastResampler?
+    private var laterFormats: [(ring: SPSCRingBuffer, resampler: SnapcastResampler)] = []
     private var running = false
     private var paused = false
     private var volume: Float = 1
@@ -194,19 +208,35 @@ final class SnapcastWriterCore: @unchecked Sendable {
 
     // MARK: Control
 
-    func currentRing() -> SPSCRingBuffer? { lock.withLock { ring } }
+    /// The ring the producer writes into: the newest format's.
+    func currentRing() -> SPSCRingBuffer? { lock.withLock { laterFormats.last?.ring ?? ring } }
 
-    func configure(sampleRate: Double, channels: Int) throws(CoreError) {
+    /// A ring and converter for input in `sampleRate`/`channels`.
+    private func makeStage(sampleRate: Double, channels: Int) throws(CoreError) -> (ring: SPSCRingBuffer, resampler: SnapcastResampler) {
         guard sampleRate >= 1, sampleRate <= 1_000_000, sampleRate == sampleRate.rounded(), (1...8).contains(channels) else {
             throw .invalidArgument("\(endpoint.description): sample rate \(sampleRate) and channels \(channels) are not playable (whole Hz, 1…8 channels)")
         }
         let converter = try SnapcastResampler(inputRate: Int(sampleRate), inputChannels: channels,
                                               outputRate: endpoint.sampleRate, outputChannels: endpoint.channels,
                                               outputBits: endpoint.bits)
-        let newRing = SPSCRingBuffer(minimumCapacity: ringFrames, channels: channels)
+        return (SPSCRingBuffer(minimumCapacity: ringFrames, channels: channels), converter)
+    }
+
+    /// Queues a new format after what the rings hold (see the adapter's).
+    func continueInFormat(sampleRate: Double, channels: Int) throws(CoreError) {
+        let stage = try makeStage(sampleRate: sampleRate, channels: channels)
+        try lock.withLock { () throws(CoreError) in
+            guard ring != nil else { throw .invalidState("\(endpoint.description): continueInFormat() before configure()") }
+            laterFormats.append(stage)
+        }
+    }
+
+    func configure(sampleRate: Double, channels: Int) throws(CoreError) {
+        let (newRing, converter) = try makeStage(sampleRate: sampleRate, channels: channels)
         let mustConnect = lock.withLock { () -> Bool in
             ring = newRing
             resampler = converter
+            laterFormats.removeAll()
             running = false
             paused = false
             hadData = false
@@ -273,6 +303,12 @@ final class SnapcastWriterCore: @unchecked Sendable {
     /// counting what is still in the pipeline: the position holds where the
     /// rooms are until new audio reaches them. Lock held.
     private func dropQueuedLocked() {
+        // What follows is written in the newest format.
+        if let newest = laterFormats.popLast() {
+            ring = newest.ring
+            resampler = newest.resampler
+            laterFormats.removeAll()
+        }
         ring?.discardReadable()  // the writer reads only under `lock`
         resampler?.reset()
         tailCount = 0
@@ -289,6 +325,7 @@ final class SnapcastWriterCore: @unchecked Sendable {
             while running, !closing, let ring {
                 let now = clock.now()
                 let queued = ring.framesWritten > ring.framesRead || tailCount > 0
+                    || laterFormats.contains { $0.ring.framesWritten > $0.ring.framesRead }
                 if !queued && heardLocked(now: now) >= counted { return }
                 if !queued, emptySince == nil { emptySince = now }
                 // Never longer than the pipeline plus 2 s once everything is sent.
@@ -395,50 +432,30 @@ final class SnapcastWriterCore: @unchecked Sendable {
     }
 
     /// One period of the stream into `out`: the queue's audio when playing,
-    /// silence otherwise or for what is missing. Lock held.
+    /// silence otherwise or for what is missing. When a format's ring runs
+    /// dry and a later format is queued, its converter's tail and the next
+    /// format's audio follow in the same period. Lock held.
     private func produceLocked(into out: UnsafeMutableRawPointer) -> AudioOutputEvent? {
         let before = counted
         var filled = 0
         var event: AudioOutputEvent?
-        if running, !paused, let ring, let resampler {
-            if tailCount > 0 {
-                let n = min(tailCount, periodFrames)
-                (out).copyMemory(from: tail + tailOffset * bytesPerFrame, byteCount: n * bytesPerFrame)
-                tailOffset += n
-                tailCount -= n
-                filled = n
-            }
-            let channels = ring.channels
-            let inputCapacity = inputScratchFrames * 8 / channels
-            while filled < periodFrames {
-                // What the converter still holds, then new input.
-                filled += resampler.convert(inputScratch, frames: 0, into: out + filled * bytesPerFrame, capacity: periodFrames - filled)
-                if filled >= periodFrames { break }
-                let missing = periodFrames - filled
-                let want = resampler.resamples
-                    ? min(inputCapacity, (missing * resampler.inputRate + endpoint.sampleRate - 1) / endpoint.sampleRate + 8)
-                    : min(inputCapacity, missing)
-                let got = ring.read(into: inputScratch, frames: want)
-                if got == 0 { break }
-                hadData = true
-                realSinceTail = true
-                applyVolume(frames: got, channels: channels)
-                counted += Int64(got)
-                filled += resampler.convert(inputScratch, frames: got, into: out + filled * bytesPerFrame, capacity: periodFrames - filled)
+        if running, !paused, ring != nil {
+            filled = takeTailLocked(into: out, capacity: periodFrames)
+            while filled < periodFrames, let ring, let resampler {
+                filled += convertLocked(from: ring, with: resampler, into: out + filled * bytesPerFrame, capacity: periodFrames - filled)
+                guard filled < periodFrames, !laterFormats.isEmpty else { break }
+                // This format's audio is all in: its converter's tail, then the next format's.
+                keepTailLocked(of: resampler)
+                let next = laterFormats.removeFirst()
+                self.ring = next.ring
+                self.resampler = next.resampler
+                filled += takeTailLocked(into: out + filled * bytesPerFrame, capacity: periodFrames - filled)
             }
             if filled < periodFrames {
                 // The ring ran dry: what the resampler's filter still holds
                 // belongs to the audio that just ended.
-                if realSinceTail, resampler.resamples {
-                    tailCount = resampler.flush(into: tail, capacity: tailFrames)
-                    tailOffset = 0
-                    realSinceTail = false
-                    let n = min(tailCount, periodFrames - filled)
-                    (out + filled * bytesPerFrame).copyMemory(from: tail, byteCount: n * bytesPerFrame)
-                    tailOffset = n
-                    tailCount -= n
-                    filled += n
-                }
+                if let resampler { keepTailLocked(of: resampler) }
+                filled += takeTailLocked(into: out + filled * bytesPerFrame, capacity: periodFrames - filled)
                 if filled < periodFrames, hadData {
                     underruns += 1
                     hadData = false
@@ -451,6 +468,51 @@ final class SnapcastWriterCore: @unchecked Sendable {
         }
         history.append(streamStart: sentFrames, streamEnd: sentFrames + Int64(periodFrames), countedStart: before, countedEnd: counted)
         return event
+    }
+
+    /// Converts from `ring` into `out` until `capacity` output frames or the
+    /// ring runs dry: what the converter holds first, then new input (our
+    /// gain applied, counted). Returns the output frames. Lock held.
+    private func convertLocked(from ring: SPSCRingBuffer, with resampler: SnapcastResampler,
+                               into out: UnsafeMutableRawPointer, capacity: Int) -> Int {
+        let channels = ring.channels
+        let inputCapacity = inputScratchFrames * 8 / channels
+        var filled = 0
+        while filled < capacity {
+            filled += resampler.convert(inputScratch, frames: 0, into: out + filled * bytesPerFrame, capacity: capacity - filled)
+            if filled >= capacity { break }
+            let missing = capacity - filled
+            let want = resampler.resamples
+                ? min(inputCapacity, (missing * resampler.inputRate + endpoint.sampleRate - 1) / endpoint.sampleRate + 8)
+                : min(inputCapacity, missing)
+            let got = ring.read(into: inputScratch, frames: want)
+            if got == 0 { break }
+            hadData = true
+            realSinceTail = true
+            applyVolume(frames: got, channels: channels)
+            counted += Int64(got)
+            filled += resampler.convert(inputScratch, frames: got, into: out + filled * bytesPerFrame, capacity: capacity - filled)
+        }
+        return filled
+    }
+
+    /// Keeps what `resampler`'s filter still holds of the audio just
+    /// converted, to be sent next (`takeTailLocked`). Lock held.
+    private func keepTailLocked(of resampler: SnapcastResampler) {
+        guard realSinceTail, resampler.resamples, tailCount == 0 else { return }
+        tailCount = resampler.flush(into: tail, capacity: tailFrames)
+        tailOffset = 0
+        realSinceTail = false
+    }
+
+    /// Copies up to `capacity` frames of the kept tail into `out`; returns how many. Lock held.
+    private func takeTailLocked(into out: UnsafeMutableRawPointer, capacity: Int) -> Int {
+        let n = min(tailCount, capacity)
+        guard n > 0 else { return 0 }
+        out.copyMemory(from: tail + tailOffset * bytesPerFrame, byteCount: n * bytesPerFrame)
+        tailOffset += n
+        tailCount -= n
+        return n
     }
 
     /// Our gain on `frames` input frames in the scratch, ramped from the

@@ -120,6 +120,64 @@ struct HarmoniaPlaySnapcastTests {
         #expect(found.exact, "served: offset \(found.offset), \(found.mismatches) samples differ from the unsplit file")
     }
 
+    /// Where `window` first sits in `samples` at or after frame `from`, by frame.
+    static func find(_ window: ArraySlice<Int16>, in samples: [Int16], from: Int = 0) -> Int? {
+        let w = Array(window)
+        var i = from * 2
+        while i + w.count <= samples.count {
+            if samples[i] == w[0] && samples[i + 1] == w[1] && Array(samples[i..<(i + w.count)]) == w { return i / 2 }
+            i += 2
+        }
+        return nil
+    }
+
+    /// A 44.1 kHz stereo WAV, audible in every frame (an offset sine), made by the ffmpeg command line.
+    static func wav44k(in folder: String, name: String, seconds: Double) throws -> String {
+        let path = folder + "/" + name
+        let result = try ProcessRunner.run("/usr/bin/env", [
+            "ffmpeg", "-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i",
+            "aevalsrc=0.25+0.5*sin(2*PI*440*t)|0.25+0.5*sin(2*PI*660*t):s=44100:d=\(seconds)", "-c:a", "pcm_s16le", path])
+        guard result.status == 0 else { throw FixtureError("ffmpeg: \(result.stderrText)") }
+        return path
+    }
+
+    @Test("48 → 44.1 → 48 kHz: the conversion starts at the next track's first frame; both joins within 480 frames, each track exact")
+    func mixedRateJoins() throws {
+        let server = try SnapcastTestServer()
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let first = try Self.wav48k(in: folder, name: "a48.wav", trim: (0, 30011))
+        let middle = try Self.wav44k(in: folder, name: "b44.wav", seconds: 2)
+        let last = try Self.wav48k(in: folder, name: "c48.wav", trim: (30011, 48000))
+        let a = try Self.cliS16(first), c = try Self.cliS16(last)
+        // The middle track alone, as served: what it must be in the queue too.
+        let alone = try server.recorder()
+        let soloPlayer = try LineProcess.harmoniaPlay(["--quiet", "--output", server.outputURL, middle])
+        #expect(soloPlayer.waitForExit(timeout: 20) == 0, "\(soloPlayer.stderr.all)")
+        alone.waitForServed(frames: alone.samples().count / 2 + 12000, timeout: 5)
+        let soloRecording = alone.samples()
+        let solo = try #require(Self.audibleSpan(soloRecording))
+        let b = Array(soloRecording[(solo.first * 2)..<((solo.last + 1) * 2)])
+        #expect(abs(b.count / 2 - 96000) <= 480, "the 2 s track alone: \(b.count / 2) frames served for 96000")
+
+        let recorder = try server.recorder()
+        let player = try LineProcess.harmoniaPlay(["--quiet", "--output", server.outputURL, first, middle, last])
+        #expect(player.waitForExit(timeout: 30) == 0, "\(player.stderr.all)")
+        recorder.waitForServed(frames: recorder.samples().count / 2 + 12000, timeout: 5)
+        let recording = recorder.samples()
+        let aStart = try #require(Self.find(a[0..<960], in: recording), "the first track was not served")
+        #expect(Array(recording[(aStart * 2)..<min(recording.count, aStart * 2 + a.count)]) == a, "the first track, exact")
+        let aEnd = aStart + a.count / 2
+        let bStart = try #require(Self.find(b[0..<960], in: recording, from: aEnd), "the middle track was not served as it is alone")
+        #expect(Array(recording[(bStart * 2)..<min(recording.count, bStart * 2 + b.count)]) == b, "the middle track, as served alone")
+        let bEnd = bStart + b.count / 2
+        let cStart = try #require(Self.find(c[0..<960], in: recording, from: bEnd), "the last track was not served")
+        #expect(Array(recording[(cStart * 2)..<min(recording.count, cStart * 2 + c.count)]) == c, "the last track, exact")
+        print("snapcast mixed rates: 48 → 44.1 kHz join \(bStart - aEnd) frames, 44.1 → 48 kHz join \(cStart - bEnd) frames")
+        #expect(bStart - aEnd <= 480 && bStart >= aEnd, "48 → 44.1 kHz: \(bStart - aEnd) frames between the tracks")
+        #expect(cStart - bEnd <= 480 && cStart >= bEnd, "44.1 → 48 kHz: \(cStart - bEnd) frames between the tracks")
+    }
+
     @Test("a 44.1 kHz file arrives at 48 kHz with the right length")
     func resampled() throws {
         let server = try SnapcastTestServer()

@@ -75,4 +75,20 @@ public protocol AudioOutputPort: AnyObject, Sendable {
     /// concurrency executor, so a caller whose pool is busy still hears of an
     /// underrun.
     func observe(_ handler: @escaping @Sendable (AudioOutputEvent) -> Void)
+
+    /// Continues the stream in another format with no break: the frames
+    /// written from now on are in `sampleRate`/`channels` and play right
+    /// after those already queued, which keep theirs; `framesPlayed` goes on
+    /// counting (frames of each format as written). For outputs that convert
+    /// to a fixed format of their own (Snapcast), so the next track's
+    /// conversion starts at its first frame instead of after the last one is
+    /// heard. Returns false when the output cannot — its device stream has
+    /// the stream's format (PulseAudio) — and then the caller drains and
+    /// calls `configure`; the default. Producer thread, like `write`.
+    /// - Throws: `invalidArgument` (a format the output cannot convert).
+    func continueInFormat(sampleRate: Double, channels: Int) throws(CoreError) -> Bool
+}
+
+extension AudioOutputPort {
+    public func continueInFormat(sampleRate: Double, channels: Int) throws(CoreError) -> Bool { false }
 }

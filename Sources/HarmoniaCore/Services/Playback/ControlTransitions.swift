@@ -121,10 +121,18 @@ extension DefaultPlaybackService {
         decoding = heard
         endOfData = false
         rangeEndReached = false
-        output.flush()
+        let reconfigure = AudioFormat(heard.info) != outputFormat
+        if !reconfigure {
+            output.flush()
+        } else {
+            // The output went on into a later track's format
+            // (`continueInFormat`): back to the heard track's.
+            try reconfigureOutput(for: heard)
+        }
         timeline.restart(at: output.framesPlayed, with: heard, from: frame)
         publishTimeline()
         prefill()
+        if reconfigure && intent == .playing { startOutput() }
         nextPositionTick = clock.now()
         wakeDecodeThread()
     }
@@ -163,6 +171,15 @@ extension DefaultPlaybackService {
         stopOutputAndTimeline()
         hub.emit(.error(error, url: url))
         setState(.error(error))
+    }
+
+    /// Configures the output afresh for `open`'s format; left stopped (the
+    /// caller starts it once audio is written, or `resume` does). Engine held.
+    private func reconfigureOutput(for open: OpenTrack) throws(CoreError) {
+        outputFormat = nil
+        outputStarted = false
+        try output.configure(sampleRate: open.info.sampleRate, channels: open.info.channels)
+        outputFormat = AudioFormat(open.info)
     }
 
     func startOutput() {

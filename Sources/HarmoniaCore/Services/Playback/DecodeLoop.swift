@@ -284,7 +284,8 @@ extension DefaultPlaybackService {
             switch result {
             case .success(let next):
                 decoding = next
-                if AudioFormat(next.info) == outputFormat {
+                let format = AudioFormat(next.info)
+                if format == outputFormat || continuesOutput(in: format, for: next) {
                     timeline.segments.append(Segment(open: next, writeStart: timeline.written, sourceStart: next.nextFrame))
                     publishTimeline()
                 } else {
@@ -301,6 +302,23 @@ extension DefaultPlaybackService {
             }
         }
         endOfData = true
+    }
+}
+
+extension DefaultPlaybackService {
+    /// Whether the output takes `format` after what it holds, with no break
+    /// (`AudioOutputPort.continueInFormat`); then it is the output's format
+    /// for what is written next. A refusal by error is reported against the
+    /// track, which then waits for the drain like any format change. Engine held.
+    func continuesOutput(in format: AudioFormat, for next: OpenTrack) -> Bool {
+        do throws(CoreError) {
+            guard try output.continueInFormat(sampleRate: format.sampleRate, channels: format.channels) else { return false }
+        } catch {
+            hub.emit(.error(error, url: next.track.url))
+            return false
+        }
+        outputFormat = format
+        return true
     }
 }
 
