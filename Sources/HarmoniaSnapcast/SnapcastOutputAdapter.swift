@@ -22,9 +22,10 @@ import HarmoniaCore
 /// and sends interleaved little-endian integers in the source's sample format,
 /// converted (and resampled, libsoxr) from the queue's Float32.
 ///
-/// **Pacing.** A writer thread sends one 10 ms period at a time on the
-/// clock's time, keeping the socket `lead` (default 150 ms) ahead of
-/// snapserver's 20 ms reads, never behind: a read that finds nothing
+/// **Pacing.** A writer thread sends one 20 ms period at a time on the
+/// clock's time (snapserver's own read size, so it wakes no more often than
+/// snapserver reads), keeping the socket `lead` (default 150 ms) ahead of
+/// those reads, never behind: a read that finds nothing
 /// re-anchors snapserver's stream and glitches every room. When there is
 /// nothing to play (paused, stopped, between tracks, an underrun) it sends
 /// silence, so snapserver's timeline never breaks and pause, skip and resume
@@ -189,11 +190,11 @@ final class SnapcastWriterCore: @unchecked Sendable {
         clock = options.clock
         ringFrames = options.ringFrames
         connectTimeout = options.connectTimeout
-        periodFrames = max(1, endpoint.sampleRate / 100)
+        periodFrames = max(1, endpoint.sampleRate / 50)
         leadFrames = Int64(endpoint.sampleRate) * Int64(endpoint.leadMilliseconds) / 1000
         pipelineDelay = UInt64(max(0, endpoint.bufferMilliseconds - 20)) * 1_000_000
         bytesPerFrame = endpoint.bytesPerFrame
-        let periods = (endpoint.bufferMilliseconds + endpoint.leadMilliseconds + 2000) / 10
+        let periods = (endpoint.bufferMilliseconds + endpoint.leadMilliseconds + 2000) / 20
         history = PeriodHistory(minimumCapacity: periods)
         inputScratch = .allocate(capacity: inputScratchFrames * 8)
         tail = .allocate(byteCount: tailFrames * bytesPerFrame, alignment: 16)
