@@ -68,6 +68,28 @@ import Testing
         #expect(started(h.events) == ["a", "b"])
     }
 
+    @Test("an output that continues in a new rate: the next track follows with no drain or configure; a seek back reconfigures")
+    func formatContinued() throws {
+        var continuing: FormatContinuingOutput?
+        let h = ServiceHarness(["a": .init(frames: 22_050), "b": .init(frames: 48_000, sampleRate: 48_000, base: 22_050)],
+                               wrapOutput: { let output = FormatContinuingOutput($0); continuing = output; return output })
+        let output = try #require(continuing)
+        h.service.enqueue(Self.tracks("a", "b"))
+        try h.service.jump(to: 0)
+        try h.service.play()
+        var heard = h.listen(frames: 10_000)
+        // b is already written straight after a (within the decode-ahead), with no configure between.
+        #expect(output.calls == ["configure 44100.0", "continue 48000.0"])
+        #expect(heard.count == 10_000 && heard.first == 0 && isCounting(heard[...]))
+        // Back within a (44.1 kHz) while the output is in b's format: configured for a again.
+        try h.service.seek(to: 0.1)
+        heard = h.listen(frames: 30_000)
+        #expect(output.calls == ["configure 44100.0", "continue 48000.0", "configure 44100.0", "continue 48000.0"])
+        #expect(heard.count == 30_000 && heard.first == 4_410)
+        #expect(isCounting(heard[...]))   // through the join into b
+        #expect(started(h.events) == ["a", "b"])
+    }
+
     @Test("a track that fails to open is reported and skipped; the queue joins around it")
     func failedOpenIsSkipped() throws {
         let h = ServiceHarness(["a": .init(frames: 10_000), "c": .init(frames: 10_000, base: 10_000),
@@ -262,4 +284,35 @@ import Testing
         #expect(queue.following(1, automatic: true) == 1)
         #expect(queue.following(1, automatic: false) == 2)
     }
+}
+
+/// A null output that continues in a new rate with the same channel count
+/// (as an output converting to its own format does), recording its format calls.
+final class FormatContinuingOutput: AudioOutputPort, @unchecked Sendable {
+    let base: NullAudioOutput
+    private let recorded = LockedValue<[String]>([])
+    init(_ base: NullAudioOutput) { self.base = base }
+    var calls: [String] { recorded.withLock { $0 } }
+
+    func configure(sampleRate: Double, channels: Int) throws(CoreError) {
+        recorded.withLock { $0.append("configure \(sampleRate)") }
+        try base.configure(sampleRate: sampleRate, channels: channels)
+    }
+    func continueInFormat(sampleRate: Double, channels: Int) throws(CoreError) -> Bool {
+        guard channels == base.format?.channels else { return false }
+        recorded.withLock { $0.append("continue \(sampleRate)") }
+        return true
+    }
+    func start() throws(CoreError) { try base.start() }
+    func stop() { base.stop() }
+    func pause() { base.pause() }
+    func resume() { base.resume() }
+    func flush() { base.flush() }
+    func drain() { base.drain() }
+    func write(_ frames: UnsafePointer<Float>, frameCount: Int) -> Int { base.write(frames, frameCount: frameCount) }
+    func setVolume(_ volume: Float) { base.setVolume(volume) }
+    var framesPlayed: Int64 { base.framesPlayed }
+    var underrunCount: Int { base.underrunCount }
+    var events: AsyncStream<AudioOutputEvent> { base.events }
+    func observe(_ handler: @escaping @Sendable (AudioOutputEvent) -> Void) { base.observe(handler) }
 }

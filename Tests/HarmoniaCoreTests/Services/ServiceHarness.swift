@@ -14,11 +14,13 @@ final class ServiceHarness: @unchecked Sendable {
 
     /// - Parameter wrap: puts something between the service and the counter
     ///   decoder (a test that watches the decode thread's reads).
+    ///   `wrapOutput` puts something between the service and the null output.
     init(_ sources: [String: CounterDecoder.Source], configuration: PlaybackConfiguration = PlaybackConfiguration(),
-         tagReader: (any TagReaderPort)? = nil, wrap: (CounterDecoder) -> any DecoderPort = { $0 }) {
+         tagReader: (any TagReaderPort)? = nil, wrap: (CounterDecoder) -> any DecoderPort = { $0 },
+         wrapOutput: (NullAudioOutput) -> any AudioOutputPort = { $0 }) {
         decoder = CounterDecoder(sources)
         output = NullAudioOutput(pace: .manual, ringFrames: 1 << 17)
-        service = DefaultPlaybackService(decoder: wrap(decoder), output: output, clock: clock,
+        service = DefaultPlaybackService(decoder: wrap(decoder), output: wrapOutput(output), clock: clock,
                                          tagReader: tagReader, configuration: configuration)
         service.observe { [recorded, arrived] event in
             recorded.withLock { $0.append(event) }
