@@ -96,9 +96,13 @@ final class PulseServiceRig: @unchecked Sendable {
     }
 
     /// - Parameter latency: the output's buffer; the tests' 50 ms by default.
-    init(_ sources: [String: CounterDecoder.Source], latency: Double = PulseServiceRig.latency) throws {
+    /// - Parameter ringFrames: the output's smallest ring (it also holds the
+    ///   buffer twice and the decode-ahead); the tests' 2^18 by default.
+    init(_ sources: [String: CounterDecoder.Source], latency: Double = PulseServiceRig.latency, ringFrames: Int = 1 << 18) throws {
         recorder = try SinkRecorder(rate: Self.rate, channels: 2)
-        output = PulseAudioOutputAdapter(options: pulseOptions(device: recorder.sinkName, latency: latency))
+        var options = pulseOptions(device: recorder.sinkName, latency: latency)
+        options.ringFrames = ringFrames
+        output = PulseAudioOutputAdapter(options: options)
         decoder = ScaledCounterDecoder(sources)
         service = DefaultPlaybackService(decoder: decoder, output: output, clock: clock)
         let output = self.output, log = self.log, stopped = self.stopped
@@ -263,6 +267,41 @@ struct PlaybackServicePulseTests {
         }
         #expect(events.contains { if case .trackEnded(index: 1, _, reason: .finished) = $0.event { true } else { false } })
         #expect(rig.service.state == .stopped)
+    }
+
+    @Test("the end, 20 times: every frame of the track once, and nothing after its last frame")
+    func drainRepeated() throws {
+        // As `harmonia-play FILE` ends, at the player's default 500 ms buffer,
+        // with a ring the track wraps (65,536 frames, 1.4 s, for a 1.5 s track);
+        // a one-in-six event (stale audio after the end on PipeWire) shows in 20.
+        let length = rate * 3 / 2, plays = 20
+        let rig = try PulseServiceRig(["a": .init(frames: Int64(length), sampleRate: Double(rate), base: 1)],
+                                      latency: PulseAudioOutputAdapter.Options().latency, ringFrames: 16_384)
+        var underruns = 0
+        for _ in 0..<plays {
+            try rig.service.load(url: "a")
+            try rig.service.play()
+            try rig.waitUntilStopped()
+            underruns += rig.output.underrunCount
+        }
+        let frames = try rig.finish()
+        // The recording, cut where the count starts again at 1: one run per play.
+        var runs: [[CountedFrame]] = []
+        for frame in frames {
+            if frame.value == 1 || runs.isEmpty { runs.append([]) }
+            runs[runs.count - 1].append(frame)
+        }
+        let whole = Array(1...length)
+        let exact = runs.filter { $0.map(\.value) == whole.map { Optional($0) } }.count
+        let gaps = runs.map { run in zip(run, run.dropFirst()).filter { $1.at != $0.at + 1 }.count }
+        let extra = runs.map { max(0, $0.count - length) }.reduce(0, +)
+        print("[service drain ×\(plays)] \(runs.count) runs recorded, \(exact) exact; \(extra) frames beyond a track's end; silences within a run \(gaps.reduce(0, +)); underruns \(underruns)")
+        #expect(runs.count == plays, "one run per play: \(runs.count) for \(plays)")
+        for (index, run) in runs.enumerated() where run.map(\.value) != whole.map({ Optional($0) }) {
+            let stranger = run.firstIndex { $0.value == nil || $0.value! > length }.map { ", something else from frame \($0)" } ?? ""
+            let summary = "\(run.count) frames for \(length), first \(run.first?.value ?? -1), last \(run.last?.value ?? -1)"
+            Issue.record("play \(index + 1): \(summary)\(stranger), breaks \(breaks(run).prefix(3))")
+        }
     }
 
     @Test("a 44.1 kHz track on a 48 kHz sink: resampled by the server, heard to its last frame")
