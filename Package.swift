@@ -151,6 +151,18 @@ let package = Package(
             dependencies: ["HarmoniaCore", "HarmoniaFFmpeg", "HarmoniaPulseAudio", "HarmoniaHTTP", "HarmoniaSnapcast"]
         ),
 
+        // MARK: Parts of the program (not adapters: the Snapcast control
+        // bridge speaks to snapserver and to our own control socket; the
+        // vector runner drives the service through specs/vectors)
+        .target(
+            name: "HarmoniaSnapcastControl",
+            dependencies: ["HarmoniaControl"]
+        ),
+        .target(
+            name: "HarmoniaVectors",
+            dependencies: ["HarmoniaCore", "HarmoniaControl", "HarmoniaFFmpeg"]
+        ),
+
         // MARK: Programs
         .executableTarget(
             name: "harmonia-play",
@@ -168,6 +180,8 @@ let package = Package(
                 "CLibFuzzer",
                 "HarmoniaHTTP",
                 "HarmoniaSnapcast",
+                "HarmoniaSnapcastControl",
+                "HarmoniaVectors",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ] + (withWeb ? ["HarmoniaWebSocket"] : [])
@@ -225,7 +239,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HarmoniaPlayTests",
-            dependencies: ["harmonia-play", "HarmoniaControl", "HarmoniaLibrary", "HarmoniaTestSupport"]
+            dependencies: ["harmonia-play", "HarmoniaControl", "HarmoniaLibrary", "HarmoniaSnapcastControl", "HarmoniaTestSupport"]
         ),
     ] + (withWeb ? webTargets : []),
     swiftLanguageModes: [.v6]

@@ -2,6 +2,7 @@
 // control script — specs/snapcast-control.md
 import ArgumentParser
 import HarmoniaControl
+import HarmoniaSnapcastControl
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -3,6 +3,7 @@ import ArgumentParser
 import Foundation
 import HarmoniaControl
 import HarmoniaCore
+import HarmoniaVectors
 #if canImport(Glibc)
 import Glibc
 #endif

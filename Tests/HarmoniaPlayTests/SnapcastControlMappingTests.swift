@@ -3,7 +3,7 @@
 // (specs/snapcast-control.md §Mapping).
 import HarmoniaControl
 import Testing
-@testable import harmonia_play
+@testable import HarmoniaSnapcastControl
 
 @Suite("snapcast-control mapping")
 struct SnapcastControlMappingTests {

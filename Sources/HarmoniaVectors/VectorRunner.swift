@@ -11,15 +11,15 @@ import Glibc
 
 /// A vector file as read: its cases are checked one by one when run, so a
 /// malformed case fails alone instead of the whole file.
-struct VectorFile {
-    let path: String
-    let name: String
+public struct VectorFile {
+    public let path: String
+    public let name: String
     /// Fixture name → path resolved against the vector file's folder.
-    let fixtures: [String: String]
-    let cases: [JSONValue]
+    public let fixtures: [String: String]
+    public let cases: [JSONValue]
 
     /// Reads and parses `path`. Throws a message naming what is wrong.
-    static func read(path: String) throws(VectorFileError) -> VectorFile {
+    public static func read(path: String) throws(VectorFileError) -> VectorFile {
         let bytes: [UInt8]
         do {
             bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
@@ -75,9 +75,9 @@ struct VectorFile {
     }
 }
 
-struct VectorFileError: Error {
-    let path: String
-    let message: String
+public struct VectorFileError: Error {
+    public let path: String
+    public let message: String
 }
 
 /// Why a case failed.
@@ -88,7 +88,7 @@ struct CaseFailure: Error {
 
 /// Runs cases. Each case gets a fresh service; time moves only when a `wait`
 /// operation moves it, so every run gives the same result.
-final class VectorRunner {
+public final class VectorRunner {
     /// Device and clock time pass in steps this long during `wait`.
     static let waitStepNanoseconds: UInt64 = 5_000_000
 
@@ -96,12 +96,12 @@ final class VectorRunner {
 
     /// - Parameter operationTimeLimit: real seconds one operation or assertion
     ///   may take; past it the service is taken to hang and the run ends.
-    init(operationTimeLimit: Double) {
+    public init(operationTimeLimit: Double) {
         watchdog = Watchdog(limit: operationTimeLimit)
     }
 
     /// The case's name, and nil when it passed or the reason it failed.
-    func run(_ file: VectorFile, index: Int, onHang: @escaping @Sendable (String, String) -> Void) -> (name: String, failure: String?) {
+    public func run(_ file: VectorFile, index: Int, onHang: @escaping @Sendable (String, String) -> Void) -> (name: String, failure: String?) {
         let testCase = file.cases[index]
         let name = testCase["name"]?.string ?? "case \(index + 1)"
         do throws(CaseFailure) {

@@ -79,8 +79,9 @@ struct Outbox {
 }
 
 /// `harmonia-play snapcast-control`: everything runs on the calling thread.
-final class SnapcastControlBridge {
-    struct Timing {
+public final class SnapcastControlBridge {
+    public struct Timing {
+        public init() {}
         /// Between connection attempts: the first ten, then the rest.
         var firstRetries = 0.2
         var laterRetries = 1.0
@@ -133,14 +134,14 @@ final class SnapcastControlBridge {
     private var cover: (url: String, cover: SnapcastCover)?
     private var lastPushed: JSONValue?
 
-    init(socketPath: String, timing: Timing = Timing(), log: @escaping (String) -> Void) {
+    public init(socketPath: String, timing: Timing = Timing(), log: @escaping (String) -> Void) {
         self.socketPath = socketPath
         self.timing = timing
         self.log = log
     }
 
     /// Runs until stdin ends; returns then (the caller exits).
-    func run() {
+    public func run() {
         for fd in [Int32(0), 1] { Self.makeNonBlockingIfPipe(fd) }
         var buffer = [UInt8](repeating: 0, count: 65536)
         while !stdinEnded {
@@ -445,7 +446,7 @@ final class SnapcastControlBridge {
     /// source's listening socket, pipes) would otherwise outlive it here.
     /// Returns how many were closed.
     @discardableResult
-    static func closeInheritedDescriptors() -> Int {
+    public static func closeInheritedDescriptors() -> Int {
         var numbers: [Int32] = []
         if let dir = opendir("/proc/self/fd") {
             let own = dirfd(dir)
