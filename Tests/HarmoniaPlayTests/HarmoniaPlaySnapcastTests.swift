@@ -178,6 +178,52 @@ struct HarmoniaPlaySnapcastTests {
         #expect(cStart - bEnd <= 480 && cStart >= bEnd, "44.1 → 48 kHz: \(cStart - bEnd) frames between the tracks")
     }
 
+    @Test("serve: an MPD client plays a 48 → 44.1 → 48 kHz queue into two snapclient rooms, joined within 480 frames")
+    func serveMixedRateQueue() throws {
+        let server = try SnapcastTestServer()
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let music = folder + "/music"
+        try FileManager.default.createDirectory(atPath: music, withIntermediateDirectories: true)
+        let first = try Self.wav48k(in: music, name: "1-a48.wav", trim: (0, 30011))
+        let middle = try Self.wav44k(in: music, name: "2-b44.wav", seconds: 1)
+        let last = try Self.wav48k(in: music, name: "3-c48.wav", trim: (30011, 48000))
+        let a = try Self.cliS16(first), c = try Self.cliS16(last)
+        let recorder = try server.recorder()
+        let rooms = [try server.room(), try server.room()]
+        let serve = try ServeProcess(music: music, folder: folder, extra: ["--output", server.outputURL])
+        defer { _ = serve.stop() }
+        try serve.waitForLibrary(songs: 3)
+        let client = try serve.client()
+        for name in ["1-a48.wav", "2-b44.wav", "3-c48.wav"] { _ = try client.command("add \"\(name)\"") }
+        _ = try client.command("play")
+        // Until the queue's end (each idle answers when the player changes; bounded).
+        for _ in 0..<20 where try client.fields("status")["state"] != "stop" { _ = try client.command("idle player") }
+        #expect(try client.fields("status")["state"] == "stop")
+        let roomFramesAtEnd = rooms.map(\.frames)
+        recorder.waitForServed(frames: recorder.samples().count / 2 + 12000, timeout: 5)
+        let recording = recorder.samples()
+        let aStart = try #require(Self.find(a[0..<960], in: recording), "the first track was not served")
+        #expect(Array(recording[(aStart * 2)..<min(recording.count, aStart * 2 + a.count)]) == a, "the first track, exact")
+        let aEnd = aStart + a.count / 2
+        let cStart = try #require(Self.find(c[0..<960], in: recording, from: aEnd), "the last track was not served")
+        #expect(Array(recording[(cStart * 2)..<min(recording.count, cStart * 2 + c.count)]) == c, "the last track, exact")
+        // Between them, the 1 s 44.1 kHz track: 48,000 frames at 48 kHz, audible from the first join to the second.
+        let between = Array(recording[(aEnd * 2)..<(cStart * 2)])
+        let span = try #require(Self.audibleSpan(between), "nothing served between the 48 kHz tracks")
+        let gapBefore = span.first, gapAfter = between.count / 2 - 1 - span.last
+        print("snapcast serve mixed rates: \(between.count / 2) frames between the 48 kHz tracks (48000 expected); "
+            + "silence \(gapBefore) frames before the 44.1 kHz track, \(gapAfter) after")
+        #expect(abs(between.count / 2 - 48000) <= 480 && gapBefore <= 480 && gapAfter <= 480,
+                "joins: \(gapBefore) and \(gapAfter) frames of silence, \(between.count / 2) frames between")
+        // Both rooms play the last track (a stretch of it exact somewhere in what each played).
+        for (index, room) in rooms.enumerated() {
+            room.waitForPlayed(frames: roomFramesAtEnd[index] + 96000, timeout: 10)
+            let found = Self.find(c[4800..<5760], in: room.samples) != nil
+            #expect(found, "room \(index + 1) played the last track")
+        }
+    }
+
     @Test("a 44.1 kHz file arrives at 48 kHz with the right length")
     func resampled() throws {
         let server = try SnapcastTestServer()
