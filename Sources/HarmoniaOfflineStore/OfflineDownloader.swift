@@ -70,8 +70,7 @@ public struct OfflineDownloader: Sendable {
     ///   disk full, the index). Nothing is ever left marked complete that is not whole.
     public func add(url: String, key: String? = nil, progress: @escaping (OfflineProgress) -> Void = { _ in }) throws(CoreError) -> OfflineEntry {
         try Self.checkURL(url)
-        let key = key ?? url
-        guard !key.isEmpty else { throw .invalidArgument("an empty --key names no entry") }
+        let key = try OfflineKey.make(url: url, explicit: key)
         var entry = try store.entryCreating(key: key, url: url)
         let file = try OfflineDataFile(path: store.path(of: entry), create: true)
         _ = try file.lock(wait: true)  // another process downloading this key: wait for it, then see what it left
