@@ -71,17 +71,46 @@ public struct OfflineDownloader: Sendable {
     public func add(url: String, key: String? = nil, progress: @escaping (OfflineProgress) -> Void = { _ in }) throws(CoreError) -> OfflineEntry {
         try Self.checkURL(url)
         let key = try OfflineKey.make(url: url, explicit: key)
-        var entry = try store.entryCreating(key: key, url: url)
+        // Waits for another process downloading this key, so never nil.
+        return try download(url: url, key: key, pinned: true, wait: true, tap: DownloadTap(), progress: progress)!
+    }
+
+    /// The download of `key` on the calling thread: the entry made when
+    /// absent (`pinned`: an offline copy; false: a cached stream), its
+    /// file's lock taken, what is held resumed. One function under `add`
+    /// and the stream cache (CachedStreamSource).
+    /// - Returns: the complete entry; nil when `wait` is false and another
+    ///   process holds the entry's lock (it is downloading or playing it).
+    /// - Throws: as `add`.
+    func download(url: String, key: String, pinned: Bool, wait: Bool, tap: DownloadTap,
+                  progress: @escaping (OfflineProgress) -> Void) throws(CoreError) -> OfflineEntry? {
+        var entry = try store.entryCreating(key: key, url: url, pinned: pinned)
         let file = try OfflineDataFile(path: store.path(of: entry), create: true)
-        _ = try file.lock(wait: true)  // another process downloading this key: wait for it, then see what it left
+        // Another process downloading this key: wait for it, then see what it left.
+        guard try file.lock(wait: wait) else { return nil }
         guard let current = try store.entry(key: key) else {
             throw .invalidState("\(key): removed by another process while this one waited")
         }
         entry = current
+        if pinned && !entry.pinned { try store.pin(key: key) }
         if entry.complete, let size = entry.size, try file.length() == size { return entry }
-        var job = try Job(entry: entry, url: url, file: file, store: store, options: options, progress: progress)
+        var job = try Job(entry: entry, url: url, file: file, store: store, options: options, tap: tap, progress: progress)
         return try job.run()
     }
+}
+
+/// What the stream cache learns from a download as it runs, and how it
+/// stops one. Each closure runs on the downloading thread and must return quickly.
+struct DownloadTap {
+    /// A response was accepted: its whole length. False refuses it (too
+    /// large for the cache): the download fails with `unsupported`.
+    var admit: (_ total: Int64) -> Bool = { _ in true }
+    /// Bytes [0, have) are in the file (written; fsynced or not) and belong to one version.
+    var written: (_ have: Int64) -> Void = { _ in }
+    /// Called before the held bytes are dropped to start over (another version).
+    var restarting: () -> Void = {}
+    /// Polled between writes and about once a second in a wait: true ends the download, the entry kept partial.
+    var shouldStop: () -> Bool = { false }
 }
 
 /// One download in progress. Its own thread only.
@@ -92,6 +121,7 @@ private struct Job {
     let store: OfflineStore
     let options: OfflineDownloadOptions
     let progress: (OfflineProgress) -> Void
+    let tap: DownloadTap
     /// Bytes [0, have) of the file hold the resource as `validator` names it.
     var have: Int64
     var hasher: BackgroundHasher
@@ -103,13 +133,14 @@ private struct Job {
     let fresh: Bool
 
     init(entry: OfflineEntry, url: String, file: OfflineDataFile, store: OfflineStore, options: OfflineDownloadOptions,
-         progress: @escaping (OfflineProgress) -> Void) throws(CoreError) {
+         tap: DownloadTap, progress: @escaping (OfflineProgress) -> Void) throws(CoreError) {
         key = entry.key
         self.url = url
         self.file = file
         self.store = store
         self.options = options
         self.progress = progress
+        self.tap = tap
         etag = entry.etag
         validator = entry.etag ?? entry.lastModified
         size = entry.size
@@ -118,6 +149,7 @@ private struct Job {
         checkpoint = 0
         fresh = length == 0 && entry.etag == nil && entry.lastModified == nil
         if length > 0, entry.etag == nil && entry.lastModified == nil || (entry.size.map { length > $0 } ?? false) {
+            tap.restarting()
             try file.truncate(to: 0)  // bytes no validator vouches for: never spliced
             have = 0
         }
@@ -148,8 +180,10 @@ private struct Job {
             let requested = have
             let end = httpFetch(url: url, start: requested, ifRange: requested > 0 ? validator : nil, configuration: options.http,
                                 head: { head in self.head(head, requested: requested, attempt: &attempt) },
-                                body: { bytes in self.body(bytes, attempt: &attempt) })
+                                body: { bytes in self.body(bytes, attempt: &attempt) },
+                                shouldStop: tap.shouldStop)
             if let failure = attempt.failure { throw giveUp(failure) }
+            if tap.shouldStop() { throw giveUp(.invalidState("\(url): the download was stopped")) }
             if let reason = attempt.restart {
                 restarts += 1
                 guard restarts <= options.maxRestarts else {
@@ -241,6 +275,10 @@ private struct Job {
             attempt.failure = .unsupported("\(url): the server declares no length (a live stream?); only whole files are stored")
             return false
         }
+        guard tap.admit(total) else {
+            attempt.failure = .unsupported("\(url): \(total) bytes do not fit in the cache")
+            return false
+        }
         size = total
         etag = head.etag
         validator = head.etag ?? head.lastModified
@@ -253,11 +291,13 @@ private struct Job {
             return false
         }
         progress(.started(key: key, url: url, have: have, total: total))
+        tap.written(have)
         return true
     }
 
     /// Body bytes: to the file at `have`, into the hash.
     private mutating func body(_ bytes: UnsafeRawBufferPointer, attempt: inout Attempt) -> Bool {
+        if tap.shouldStop() { return false }
         var bytes = bytes
         if attempt.discard > 0 {
             let drop = Int(min(attempt.discard, Int64(bytes.count)))
@@ -273,6 +313,7 @@ private struct Job {
             try file.write(bytes, at: have)
             hasher.feed(bytes)
             have += Int64(bytes.count)
+            tap.written(have)
             if have - checkpoint >= options.checkpointBytes { try checkpointNow() }
         } catch {
             attempt.failure = error
@@ -294,6 +335,7 @@ private struct Job {
     }
 
     private mutating func truncateToZero() throws(CoreError) {
+        tap.restarting()
         try file.truncate(to: 0)
         try file.sync()
         have = 0

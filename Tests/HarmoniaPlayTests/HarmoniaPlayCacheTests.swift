@@ -1,0 +1,165 @@
+// The stream cache and keys for signed URLs, with the real harmonia-play
+// against Tests/Network/fault_server.py on loopback — specs/offline.md
+// §Cache, §Keys, §Partial playback, §Crashes: a replay makes no request; the
+// cache stays under its size and evicts the least recently played first;
+// signed URLs find one entry; a cut stream keeps its partial and a replay
+// fetches only the rest; radio is never cached; kill -9 leaves the index true.
+import Foundation
+import HarmoniaTestSupport
+import Testing
+
+@Suite("harmonia-play stream cache", .serialized) struct HarmoniaPlayCacheTests {
+    typealias Offline = HarmoniaPlayOfflineTests
+    static let flac = "flac_s16_stereo_44k.flac"
+    static let flacSize = 57_533
+
+    /// Plays `url` through the cache of `store` into a raw f32 file (`--cache` first, so a test's own wins).
+    static func play(_ store: String, _ arguments: [String]) throws -> (ProcessResult, Data) {
+        try Offline.playToFile(["--store", store] + (arguments.contains("--cache") ? [] : ["--cache", "10M"]) + arguments)
+    }
+
+    /// The PCM of the local fixture `name`.
+    static func localPCM(_ name: String) throws -> Data {
+        let (result, bytes) = try Offline.playToFile([Fixtures.named(name).path])
+        #expect(result.status == 0 && !bytes.isEmpty)
+        return bytes
+    }
+
+    /// Bytes of every data file in `store`.
+    static func storedBytes(_ store: String) -> Int {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: store)) ?? []
+        return names.filter { $0.hasSuffix(".data") }.reduce(0) { $0 + Offline.fileSize(store + "/" + $1) }
+    }
+
+    @Test("a streamed URL is kept (unpinned, complete); the second play makes no request and is bit-exact")
+    func replayWithoutRequest() throws {
+        let server = try FaultHTTPServer()
+        let store = Offline.folder("cache")
+        let url = server.url(Self.flac)
+        let (first, firstPCM) = try Self.play(store, [url])
+        #expect(first.status == 0, "\(first.stderrText)")
+        let entry = try #require(try Offline.list(store).first)
+        #expect(entry["key"] as? String == url && entry["complete"] as? Bool == true && entry["pinned"] as? Bool == false)
+        #expect(entry["size"] as? Int == Self.flacSize)
+        let served = server.requests.count
+        #expect(served == 1)
+        let (second, secondPCM) = try Self.play(store, [url])
+        #expect(second.status == 0, "\(second.stderrText)")
+        #expect(server.requests.count == served, "the replay asked the server: \(server.requests.suffix(2))")
+        let local = try Self.localPCM(Self.flac)
+        #expect(firstPCM == local && secondPCM == local)
+        // --cache off: nothing is kept, a complete entry still plays from disk.
+        let other = Offline.folder("cache-off")
+        #expect(try Self.play(other, ["--cache", "off", url]).0.status == 0)
+        #expect(try Offline.list(other).isEmpty)
+    }
+
+    @Test("20 plays under --cache 200K: never past the size, least recently played evicted first, offline copies kept")
+    func evictsLeastRecentlyPlayed() throws {
+        let server = try FaultHTTPServer()
+        let store = Offline.folder("cache")
+        let pinned = server.url("wav_s16_stereo_44k.wav")
+        #expect(try Offline.offline(["add", "--store", store, pinned]).status == 0)
+        let limit = 200 * 1024  // three entries of 57,533 bytes fit, four do not
+        let wavBytes = Offline.fileSize(Offline.dataFile(store))
+        func url(_ n: Int) -> String { server.url(Self.flac, "n=\(n)") }
+        func keys() throws -> Set<String> {
+            Set(try Offline.list(store).filter { $0["pinned"] as? Bool == false }.compactMap { $0["key"] as? String })
+        }
+        // 1, 2, 3; 1 again (from disk: now the most recent); 4 evicts 2, the least recently played.
+        for n in [1, 2, 3, 1, 4] {
+            let (result, _) = try Self.play(store, ["--cache", "200K", url(n)])
+            #expect(result.status == 0, "\(result.stderrText)")
+            #expect(Self.storedBytes(store) - wavBytes <= limit)
+        }
+        #expect(try keys() == [url(1), url(3), url(4)])
+        for n in 5...20 {
+            let (result, _) = try Self.play(store, ["--cache", "200K", url(n)])
+            #expect(result.status == 0, "\(result.stderrText)")
+            #expect(Self.storedBytes(store) - wavBytes <= limit, "after play \(n)")
+        }
+        #expect(try keys() == [url(18), url(19), url(20)])
+        #expect(try Offline.list(store).contains { $0["key"] as? String == pinned && $0["complete"] as? Bool == true })
+        // One entry larger than the whole cache is played, not kept.
+        let (large, _) = try Self.play(store, ["--cache", "50K", server.url(Self.flac, "n=big")])
+        #expect(large.status == 0, "\(large.stderrText)")
+        #expect(try !keys().contains(server.url(Self.flac, "n=big")))
+    }
+
+    @Test("signed URLs: --cache-key-drop leaves the changing parameters out, so a new signature finds the entry; --key names it outright")
+    func signedURLs() throws {
+        let server = try FaultHTTPServer()
+        let store = Offline.folder("cache")
+        let drop = ["--cache-key-drop", "Expires", "--cache-key-drop", "X-Amz-*"]
+        let (first, _) = try Self.play(store, drop + [server.url(Self.flac, "id=7&Expires=100&X-Amz-Signature=aa")])
+        #expect(first.status == 0, "\(first.stderrText)")
+        #expect(try Offline.list(store).first?["key"] as? String == server.url(Self.flac, "id=7"))
+        let served = server.requests.count
+        let (second, _) = try Self.play(store, drop + [server.url(Self.flac, "id=7&X-Amz-Signature=bb&Expires=200")])
+        #expect(second.status == 0 && server.requests.count == served, "\(second.stderrText)")
+        // --key: two tokens, one entry named "album/1".
+        #expect(try Self.play(store, ["--key", "album/1", server.url("mp3_cbr_stereo_44k.mp3", "token=x")]).0.status == 0)
+        let named = server.requests.count
+        #expect(try Self.play(store, ["--key", "album/1", server.url("mp3_cbr_stereo_44k.mp3", "token=y")]).0.status == 0)
+        #expect(server.requests.count == named)
+        #expect(try Offline.list(store).contains { $0["key"] as? String == "album/1" })
+    }
+
+    @Test("a stream cut mid-way keeps its partial; the replay reads it from disk and asks (Range, If-Range) only for the rest")
+    func partialThenRest() throws {
+        let server = try FaultHTTPServer()
+        let store = Offline.folder("cache")
+        let drop = ["--cache-key-drop", "cutat"]
+        let (cut, _) = try Self.play(store, drop + ["--network-timeout", "1", server.url(Self.flac, "cutat=30000")])
+        #expect(cut.status == 1)
+        let partial = try #require(try Offline.list(store).first)
+        #expect(partial["complete"] as? Bool == false && partial["held"] as? Int == 30_000 && partial["size"] as? Int == Self.flacSize)
+        let before = server.requests.count
+        let (replay, pcm) = try Self.play(store, drop + [server.url(Self.flac)])
+        #expect(replay.status == 0, "\(replay.stderrText)")
+        let asked = server.requests.dropFirst(before)
+        #expect(asked.count == 1 && asked.first?.range == "bytes=30000-" && asked.first?.ifrange != nil, "\(Array(asked))")
+        #expect(pcm == (try Self.localPCM(Self.flac)))
+        #expect(try Offline.list(store).first?["complete"] as? Bool == true)
+        #expect(FileManager.default.contentsEqual(atPath: Offline.dataFile(store)!, andPath: Fixtures.named(Self.flac).path))
+    }
+
+    @Test("radio is never cached: ICY answers and bodies with no length leave nothing in the store")
+    func radioNotCached() throws {
+        let server = try FaultHTTPServer()
+        let store = Offline.folder("cache")
+        for query in ["icy=16000", "chunked=1"] {
+            let (result, _) = try Self.play(store, ["--network-timeout", "2", server.url("mp3_cbr_stereo_44k.mp3", query)])
+            #expect(result.status == 0, "\(query): \(result.stderrText)")
+        }
+        #expect(try Offline.holdsNothing(store))
+    }
+
+    @Test("kill -9 during a cached play: nothing listed complete that is not, held bytes are the file's; the next play completes it")
+    func killedWhilePlaying() throws {
+        let server = try FaultHTTPServer()
+        let store = Offline.folder("cache")
+        let fixture = "flac_s24_stereo_96k.flac"
+        let drop = ["--cache-key-drop", "rate"]
+        let child = try LineProcess.harmoniaPlay(["--store", store, "--cache", "10M", "--output", "null", "--quiet"] + drop
+                                                 + [server.url(fixture, "rate=40000")])
+        #expect(Offline.awaitCondition { Offline.fileSize(Offline.dataFile(store)) >= 30_000 })
+        kill(child.process.processIdentifier, SIGKILL)
+        _ = child.waitForExit()
+        let entry = try #require(try Offline.list(store).first)
+        let onDisk = Offline.fileSize(Offline.dataFile(store))
+        #expect(entry["complete"] as? Bool == false)
+        let held = try #require(entry["held"] as? Int)
+        #expect(held <= onDisk && onDisk < 186_379)
+        let original = try Data(contentsOf: URL(fileURLWithPath: Fixtures.named(fixture).path))
+        let copy = try Data(contentsOf: URL(fileURLWithPath: Offline.dataFile(store)!))
+        #expect(copy == original.prefix(copy.count))
+        #expect(try Offline.offline(["verify", "--store", store]).status == 0)
+        let before = server.requests.count
+        let (replay, _) = try Self.play(store, drop + [server.url(fixture)])
+        #expect(replay.status == 0, "\(replay.stderrText)")
+        #expect(server.requests.dropFirst(before).first?.range == "bytes=\(onDisk)-")
+        #expect(try Offline.list(store).first?["complete"] as? Bool == true)
+        #expect(FileManager.default.contentsEqual(atPath: Offline.dataFile(store)!, andPath: Fixtures.named(fixture).path))
+    }
+}
