@@ -157,7 +157,11 @@ final class CacheFill: @unchecked Sendable {
                 admit: { total in self.admit(total: total, store: store, limit: limit) },
                 written: { have in self.lock.withLock { self.available = have; self.answered = true; self.lock.broadcast() } },
                 restarting: { self.lock.withLock { self.available = 0; self.version += 1 } },
-                shouldStop: { self.lock.withLock { self.stopped } })
+                shouldStop: { self.lock.withLock { self.stopped } },
+                refused: { status in
+                    observer?(.linkExpired(status: status))
+                    return settings.http.renewLink?(url, status)
+                })
             var attempts = 0
             let result: Result<OfflineEntry?, CoreError>
             do throws(CoreError) {

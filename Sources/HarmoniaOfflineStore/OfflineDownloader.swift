@@ -111,12 +111,18 @@ struct DownloadTap {
     var restarting: () -> Void = {}
     /// Polled between writes and about once a second in a wait: true ends the download, the entry kept partial.
     var shouldStop: () -> Bool = { false }
+    /// The server refused the link (HTTP `status`: 401, 403, 410): a fresh
+    /// one to go on with at the same byte, or nil (the download fails). May block.
+    var refused: (_ status: Int) -> String? = { _ in nil }
 }
 
 /// One download in progress. Its own thread only.
 private struct Job {
     let key: String
     let url: String
+    /// The URL requested now: `url`, or the fresh link that replaced a refused one.
+    var fetchURL: String
+    var renewals = 0
     let file: OfflineDataFile
     let store: OfflineStore
     let options: OfflineDownloadOptions
@@ -136,6 +142,7 @@ private struct Job {
          tap: DownloadTap, progress: @escaping (OfflineProgress) -> Void) throws(CoreError) {
         key = entry.key
         self.url = url
+        fetchURL = url
         self.file = file
         self.store = store
         self.options = options
@@ -178,7 +185,7 @@ private struct Job {
         while true {
             var attempt = Attempt()
             let requested = have
-            let end = httpFetch(url: url, start: requested, ifRange: requested > 0 ? validator : nil, configuration: options.http,
+            let end = httpFetch(url: fetchURL, start: requested, ifRange: requested > 0 ? validator : nil, configuration: options.http,
                                 head: { head in self.head(head, requested: requested, attempt: &attempt) },
                                 body: { bytes in self.body(bytes, attempt: &attempt) },
                                 shouldStop: tap.shouldStop)
@@ -198,6 +205,15 @@ private struct Job {
             switch end {
             case .status(404):
                 throw giveUp(.notFound("\(url): the server answered 404 Not Found; check the URL"))
+            case .status(let status) where [401, 403, 410].contains(status):
+                // A signed link that expired: a fresh one goes on at the same byte (HTTPStream's rule, specs/network.md).
+                guard renewals < 8, let fresh = tap.refused(status), !fresh.isEmpty else {
+                    throw giveUp(.ioError("\(url): the server refused access (HTTP \(status)); the link may have expired, fetch a fresh URL"))
+                }
+                renewals += 1
+                fetchURL = fresh
+                lastGain = monotonicSeconds()  // asking for a link is not waiting for the network
+                continue
             case .status(416):
                 try startOver()  // asked past the end of a file that is now shorter
                 restarts += 1

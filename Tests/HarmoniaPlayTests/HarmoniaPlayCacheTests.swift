@@ -162,4 +162,27 @@ import Testing
         #expect(try Offline.list(store).first?["complete"] as? Bool == true)
         #expect(FileManager.default.contentsEqual(atPath: Offline.dataFile(store)!, andPath: Fixtures.named(fixture).path))
     }
+
+    @Test("a link that expires while it is cached: link_expired, renew, the entry completed from the fresh link at the same byte")
+    func renewWhileCaching() throws {
+        let server = try FaultHTTPServer()
+        let store = Offline.folder("cache")
+        let mp3 = "mp3_cbr_stereo_44k.mp3"
+        let path = NSTemporaryDirectory() + "hp-cache-renew-\(getpid()).f32"
+        defer { unlink(path) }
+        let url = server.url(mp3, "stall=12000&expire=1")
+        let player = try LineProcess.harmoniaPlay(["--store", store, "--cache", "10M", "--output", "file:" + path, "--control", "stdin", url])
+        let expired = player.stdout.take(timeout: 30) { $0.contains(#""event":"link_expired""#) }
+        #expect(expired?.line.contains(#""status":403"#) == true, "\(String(describing: expired))")
+        let request: [String: Any] = ["message_id": 1, "command": "renew", "args": ["url": url, "new_url": server.url(mp3, "fresh=1")]]
+        player.write(String(decoding: try JSONSerialization.data(withJSONObject: request), as: UTF8.self) + "\n")
+        #expect(player.stdout.take(timeout: 30) { $0.contains(#""event":"track_ended""#) && $0.contains("finished") } != nil)
+        player.write(#"{"message_id":2,"command":"quit"}"# + "\n")
+        #expect(player.waitForExit() == 0)
+        #expect(FileManager.default.contents(atPath: path) == (try Self.localPCM(mp3)))
+        #expect(server.requests.last?.path.contains("fresh=1") == true && server.requests.last?.range == "bytes=12000-")
+        let entry = try #require(try Offline.list(store).first)
+        #expect(entry["key"] as? String == url && entry["complete"] as? Bool == true)
+        #expect(FileManager.default.contentsEqual(atPath: Offline.dataFile(store)!, andPath: Fixtures.named(mp3).path))
+    }
 }
