@@ -31,7 +31,7 @@ import Testing
         return names.filter { $0.hasSuffix(".data") }.reduce(0) { $0 + Offline.fileSize(store + "/" + $1) }
     }
 
-    @Test("a streamed URL is kept (unpinned, complete); the second play makes no request and is bit-exact")
+    @Test("a streamed URL is kept (unpinned, complete); the second play makes no request and is bit-exact; offline add pins it")
     func replayWithoutRequest() throws {
         let server = try FaultHTTPServer()
         let store = Offline.folder("cache")
@@ -48,6 +48,9 @@ import Testing
         #expect(server.requests.count == served, "the replay asked the server: \(server.requests.suffix(2))")
         let local = try Self.localPCM(Self.flac)
         #expect(firstPCM == local && secondPCM == local)
+        // offline add of a cached URL pins it, with no request.
+        #expect(try Offline.offline(["add", "--store", store, url]).status == 0)
+        #expect(try Offline.list(store).first?["pinned"] as? Bool == true && server.requests.count == served)
         // --cache off: nothing is kept, a complete entry still plays from disk.
         let other = Offline.folder("cache-off")
         #expect(try Self.play(other, ["--cache", "off", url]).0.status == 0)
