@@ -188,4 +188,21 @@ import Testing
         #expect(entry["key"] as? String == url && entry["complete"] as? Bool == true)
         #expect(FileManager.default.contentsEqual(atPath: Offline.dataFile(store)!, andPath: Fixtures.named(mp3).path))
     }
+
+    @Test("serve --cache: a URL an MPD client queues is kept as it plays, signed parameters dropped from its key")
+    func serveCaches() throws {
+        let server = try FaultHTTPServer()
+        let store = Offline.folder("cache")
+        let music = Offline.folder("music")
+        let serve = try ServeProcess(music: music, folder: Offline.folder("serve"),
+                                     extra: ["--store", store, "--cache", "10M", "--cache-key-drop", "sig"])
+        defer { _ = serve.stop() }
+        let client = try serve.client()
+        #expect(try client.command("add \"\(server.url(Self.flac, "sig=abc"))\"") == [])
+        #expect(try client.command("play") == [])
+        #expect(Offline.awaitCondition { (try? Offline.list(store).first?["complete"] as? Bool) == true })
+        let entry = try #require(try Offline.list(store).first)
+        #expect(entry["key"] as? String == server.url(Self.flac) && entry["pinned"] as? Bool == false)
+        #expect(FileManager.default.contentsEqual(atPath: Offline.dataFile(store)!, andPath: Fixtures.named(Self.flac).path))
+    }
 }
