@@ -15,10 +15,6 @@ import Synchronization
 /// The reading side of a cached stream. Threads: as `ByteSource` (one reader;
 /// `cancel` from any).
 final class CachedStreamSource: ByteSource, @unchecked Sendable {
-    /// Keys this process is playing through the cache now: never evicted,
-    /// never filled twice at once.
-    private static let playing = Mutex<Set<String>>([])
-
     private let url: String
     private let fill: CacheFill
     private let network: any ByteSourcePort
@@ -47,7 +43,7 @@ final class CachedStreamSource: ByteSource, @unchecked Sendable {
     deinit {
         side?.cancel()
         fill.stop()
-        _ = Self.playing.withLock { $0.remove(fill.key) }
+        PlayingKeys.release(fill.key)
     }
 
     /// Starts keeping `url` as the cached entry `key` and waits for the
@@ -60,7 +56,7 @@ final class CachedStreamSource: ByteSource, @unchecked Sendable {
     static func open(url: String, key: String, store: OfflineStore, settings: OfflineCacheSettings,
                      network: any ByteSourcePort, observer: (@Sendable (NetworkEvent) -> Void)?,
                      interrupted: @escaping @Sendable () -> Bool) throws(CoreError) -> CachedStreamSource? {
-        guard playing.withLock({ $0.insert(key).inserted }) else { return nil }
+        guard PlayingKeys.claim(key, exclusive: true) else { return nil }
         let fill = CacheFill(key: key, path: store.directory + "/" + offlineFileName(forKey: key))
         let source = CachedStreamSource(url: url, fill: fill, network: network, observer: observer, interrupted: interrupted)
         observer?(.connecting)
@@ -198,7 +194,7 @@ final class CacheFill: @unchecked Sendable {
     /// Whether `total` bytes fit (a pinned entry always does: it is not the cache's).
     private func admit(total: Int64, store: OfflineStore, limit: Int64) -> Bool {
         if (try? store.entry(key: key))?.pinned == true { return accept(total) }
-        let keeping = CachedStreamSource.playingKeys()
+        let keeping = PlayingKeys.all()
         guard (try? store.makeRoom(for: key, total: total, limit: limit, keeping: keeping)) == true else { return false }
         try? store.recordPlayed(key: key)
         return accept(total)
@@ -261,7 +257,28 @@ final class CacheFill: @unchecked Sendable {
     }
 }
 
-extension CachedStreamSource {
-    /// The keys this process plays through the cache now.
-    static func playingKeys() -> Set<String> { playing.withLock { $0 } }
+/// The entries this process plays now (from disk, or filling through the
+/// cache): never evicted; a key is filled by one source at a time.
+/// Threads: any (a mutex).
+enum PlayingKeys {
+    private static let counts = Mutex<[String: Int]>([:])
+
+    /// Counts one more reader of `key`; `exclusive`: only when there is none (false then).
+    static func claim(_ key: String, exclusive: Bool) -> Bool {
+        counts.withLock { counts in
+            if exclusive && counts[key] != nil { return false }
+            counts[key, default: 0] += 1
+            return true
+        }
+    }
+
+    /// One reader of `key` fewer.
+    static func release(_ key: String) {
+        counts.withLock { counts in
+            if let n = counts[key], n > 1 { counts[key] = n - 1 } else { counts[key] = nil }
+        }
+    }
+
+    /// Every key played now.
+    static func all() -> Set<String> { counts.withLock { Set($0.keys) } }
 }

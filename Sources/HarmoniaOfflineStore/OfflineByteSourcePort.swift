@@ -75,7 +75,7 @@ public struct OfflineByteSourcePort: ByteSourcePort {
             return nil
         }
         try? store.recordPlayed(key: key)
-        return OfflineFileSource(file: file, size: size)
+        return OfflineFileSource(file: file, size: size, key: key)
     }
 }
 
@@ -89,10 +89,17 @@ final class OfflineFileSource: ByteSource, @unchecked Sendable {
     private var offset: Int64 = 0
     private var cancelled = false
 
-    init(file: OfflineDataFile, size: Int64) {
+    /// The entry read (counted as playing, never evicted, until released).
+    private let key: String
+
+    init(file: OfflineDataFile, size: Int64, key: String) {
         self.file = file
         self.size = size
+        self.key = key
+        _ = PlayingKeys.claim(key, exclusive: false)
     }
+
+    deinit { PlayingKeys.release(key) }
 
     func read(into buffer: UnsafeMutableRawPointer, count: Int) throws(CoreError) -> Int {
         let (at, stop) = lock.withLock { (offset, cancelled) }

@@ -137,6 +137,8 @@ private struct Job {
     var checkpoint: Int64
     /// Whether this run made the entry (removed again when it fails with nothing held).
     let fresh: Bool
+    /// What the user does to resume (an offline copy, or a cached stream).
+    let resumeHint: String
 
     init(entry: OfflineEntry, url: String, file: OfflineDataFile, store: OfflineStore, options: OfflineDownloadOptions,
          tap: DownloadTap, progress: @escaping (OfflineProgress) -> Void) throws(CoreError) {
@@ -155,6 +157,8 @@ private struct Job {
         have = length
         checkpoint = 0
         fresh = length == 0 && entry.etag == nil && entry.lastModified == nil
+        resumeHint = entry.pinned ? "the copy stays partial: run 'offline add' again to resume"
+            : "the cache keeps what came: the next play resumes it"
         if length > 0, entry.etag == nil && entry.lastModified == nil || (entry.size.map { length > $0 } ?? false) {
             tap.restarting()
             try file.truncate(to: 0)  // bytes no validator vouches for: never spliced
@@ -238,7 +242,7 @@ private struct Job {
             default: "the body ended at \(at)"
             }
             guard silent < options.giveUpAfter else {
-                throw giveUp(.ioError("\(url): gave up after \(formatSecondsShort(options.giveUpAfter)) without a new byte, at \(at) (last: \(reason)); the copy stays partial: run 'offline add' again to resume"))
+                throw giveUp(.ioError("\(url): gave up after \(formatSecondsShort(options.giveUpAfter)) without a new byte, at \(at) (last: \(reason)); \(resumeHint)"))
             }
             progress(.retrying(key: key, have: have, reason: reason))
             attemptNumber += 1
