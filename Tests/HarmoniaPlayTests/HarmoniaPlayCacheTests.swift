@@ -127,6 +127,47 @@ import Testing
         #expect(FileManager.default.contentsEqual(atPath: Offline.dataFile(store)!, andPath: Fixtures.named(Self.flac).path))
     }
 
+    @Test("the file changed on the server between two plays (new ETag): the partial is started over from byte 0, never spliced")
+    func changedBetweenPlays() throws {
+        let root = try Offline.root(with: Self.flac)
+        let server = try FaultHTTPServer(root: root)
+        let store = Offline.folder("cache")
+        let drop = ["--cache-key-drop", "cutat"]
+        let (cut, _) = try Self.play(store, drop + ["--network-timeout", "1", server.url(Self.flac, "cutat=30000")])
+        #expect(cut.status == 1)
+        #expect(try Offline.list(store).first?["held"] as? Int == 30_000)
+        // Another version under the same name: another size and time, so another ETag.
+        let other = "flac_s24_stereo_96k.flac"
+        try FileManager.default.removeItem(atPath: root + "/" + Self.flac)
+        try FileManager.default.copyItem(atPath: Fixtures.named(other).path, toPath: root + "/" + Self.flac)
+        let (replay, pcm) = try Self.play(store, drop + [server.url(Self.flac)])
+        #expect(replay.status == 0, "\(replay.stderrText)")
+        #expect(pcm == (try Self.localPCM(other)))
+        #expect(FileManager.default.contentsEqual(atPath: Offline.dataFile(store)!, andPath: Fixtures.named(other).path))
+        #expect(try Offline.list(store).first?["size"] as? Int == 186_379)
+    }
+
+    @Test("the file changed on the server while it played: the read fails, the decoder never gets bytes of two versions, the entry holds one")
+    func changedWhilePlaying() throws {
+        let root = try Offline.root(with: Self.flac)
+        let server = try FaultHTTPServer(root: root)
+        let store = Offline.folder("cache")
+        let output = Offline.folder("out") + "/pcm.f32"
+        // The first response stops at byte 30,000 and hangs; the reconnect (after the 3 s stall timeout) meets another file.
+        let player = try LineProcess.harmoniaPlay(["--store", store, "--cache", "10M", "--output", "file:" + output, "--quiet",
+                                                   server.url(Self.flac, "stall=30000")])
+        #expect(Offline.awaitCondition { Offline.fileSize(output) > 0 })  // the decoder has read bytes of the first version
+        let other = "flac_s24_stereo_96k.flac"
+        try FileManager.default.removeItem(atPath: root + "/" + Self.flac)
+        try FileManager.default.copyItem(atPath: Fixtures.named(other).path, toPath: root + "/" + Self.flac)
+        #expect(player.waitForExit(timeout: 30) == 1)
+        #expect(player.stderr.all.joined().contains("changed on the server while it played"), "\(player.stderr.all)")
+        let copy = try Data(contentsOf: URL(fileURLWithPath: try #require(Offline.dataFile(store))))
+        let new = try Data(contentsOf: URL(fileURLWithPath: Fixtures.named(other).path))
+        #expect(copy == new.prefix(copy.count), "the entry holds \(copy.count) bytes that are not the new version's")
+        #expect(try Offline.list(store).first.map { $0["complete"] as? Bool == false || $0["size"] as? Int == new.count } == true)
+    }
+
     @Test("radio is never cached: ICY answers and bodies with no length leave nothing in the store")
     func radioNotCached() throws {
         let server = try FaultHTTPServer()
