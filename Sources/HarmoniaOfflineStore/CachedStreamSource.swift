@@ -25,11 +25,12 @@ final class CachedStreamSource: ByteSource, @unchecked Sendable {
 
     // Reader thread only.
     private var file: OfflineDataFile?
-    private var side: (any ByteSource)?
     /// The version (of `CacheFill.version`) of the bytes delivered so far; nil before the first.
     private var deliveredVersion: Int?
     // Guarded by `fill.lock`.
     private var readPosition: Int64 = 0
+    /// The network source of far reads, made by the reader on its first one (`cancel` reaches it too).
+    private var side: (any ByteSource)?
 
     private init(url: String, fill: CacheFill, network: any ByteSourcePort, observer: (@Sendable (NetworkEvent) -> Void)?,
                  interrupted: @escaping @Sendable () -> Bool) {
@@ -41,7 +42,7 @@ final class CachedStreamSource: ByteSource, @unchecked Sendable {
     }
 
     deinit {
-        side?.cancel()
+        fill.lock.withLock { side }?.cancel()
         fill.stop()
         PlayingKeys.release(fill.key)
     }
@@ -94,9 +95,15 @@ final class CachedStreamSource: ByteSource, @unchecked Sendable {
 
     /// Bytes `at` and on from the network directly (not stored).
     private func readFar(into buffer: UnsafeMutableRawPointer, count: Int, at: Int64) throws(CoreError) -> Int {
-        if side == nil { side = try network.open(url: url, observer: observer, interrupted: interrupted) }
-        if side!.position != at { try side!.seek(to: at) }
-        return try side!.read(into: buffer, count: count)
+        let source: any ByteSource
+        if let made = fill.lock.withLock({ side }) {
+            source = made
+        } else {
+            source = try network.open(url: url, observer: observer, interrupted: interrupted)
+            fill.lock.withLock { side = source }
+        }
+        if source.position != at { try source.seek(to: at) }
+        return try source.read(into: buffer, count: count)
     }
 
     func seek(to offset: Int64) throws(CoreError) {
@@ -111,7 +118,7 @@ final class CachedStreamSource: ByteSource, @unchecked Sendable {
     var isSeekable: Bool { true }
 
     func cancel() {
-        side?.cancel()
+        fill.lock.withLock { side }?.cancel()
         fill.stop()
     }
 }

@@ -168,6 +168,28 @@ import Testing
         #expect(try Offline.list(store).first.map { $0["complete"] as? Bool == false || $0["size"] as? Int == new.count } == true)
     }
 
+    @Test("a seek far ahead of the download reads that part from the network directly (not stored); the samples are the file's")
+    func farSeek() throws {
+        let directory = Offline.folder("long")
+        let file = directory + "/long.flac"
+        let made = try ProcessRunner.run("/usr/bin/ffmpeg", ["-loglevel", "error", "-f", "lavfi", "-i", "anoisesrc=r=44100:d=60:a=0.3:seed=7",
+                                                             "-ac", "2", "-c:a", "flac", file])
+        try #require(made.status == 0, "\(made.stderrText)")
+        let server = try FaultHTTPServer(root: directory)
+        let store = Offline.folder("cache")
+        // 2 MB/s: the decoder's seek to 50 s lands megabytes beyond what has arrived.
+        let (result, pcm) = try Self.play(store, ["--start", "50", server.url("long.flac", "rate=2000000")])
+        #expect(result.status == 0, "\(result.stderrText)")
+        let (_, local) = try Offline.playToFile(["--start", "50", file])
+        #expect(!local.isEmpty && pcm == local)
+        let far = server.requests.filter { ($0.range.flatMap { Int64($0.dropFirst(6).prefix { $0 != "-" }) } ?? 0) > 1 << 20 }
+        #expect(!far.isEmpty && far.allSatisfy { $0.ifrange == nil }, "\(server.requests)")
+        // What the entry holds is the file's own prefix, whatever the far reads fetched.
+        let copy = try Data(contentsOf: URL(fileURLWithPath: try #require(Offline.dataFile(store))))
+        let original = try Data(contentsOf: URL(fileURLWithPath: file))
+        #expect(copy == original.prefix(copy.count))
+    }
+
     @Test("radio is never cached: ICY answers and bodies with no length leave nothing in the store")
     func radioNotCached() throws {
         let server = try FaultHTTPServer()
