@@ -26,7 +26,12 @@ import Testing
     }
 
     static func offline(_ arguments: [String]) throws -> ProcessResult {
-        try ProcessRunner.harmoniaPlay(["offline"] + arguments)
+        try bounded(["offline"] + arguments)
+    }
+
+    /// harmonia-play with `arguments`, killed after 120 s (exit 124): a hang fails the test, not the suite.
+    static func bounded(_ arguments: [String]) throws -> ProcessResult {
+        try ProcessRunner.run("/usr/bin/timeout", ["120", ProcessRunner.productsDirectory + "/harmonia-play"] + arguments)
     }
 
     /// `offline list --json` as objects.
@@ -244,7 +249,7 @@ import Testing
     static func playToFile(_ arguments: [String]) throws -> (ProcessResult, Data) {
         let path = NSTemporaryDirectory() + "hp-offline-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).f32"
         defer { unlink(path) }
-        let result = try ProcessRunner.harmoniaPlay(["--output", "file:" + path] + arguments)
+        let result = try bounded(["--output", "file:" + path] + arguments)
         return (result, FileManager.default.contents(atPath: path) ?? Data())
     }
 
