@@ -7,6 +7,7 @@ import HarmoniaCore
 import HarmoniaFFmpeg
 import HarmoniaHTTP
 import HarmoniaOfflineStore
+import Synchronization
 
 /// `--network-timeout`, `--http-header`, `--user-agent`, `--insecure`.
 struct NetworkOptions: ParsableArguments {
@@ -61,10 +62,13 @@ struct NetworkOptions: ParsableArguments {
             let timeout = configuration.networkTimeout
             configuration.renewLink = { url, _ in renewals.wait(for: url, seconds: timeout) }
         }
-        var source: any ByteSourcePort = HTTPSourcePort(configuration: configuration)
+        let network = HTTPSourcePort(configuration: configuration)
         let settings = OfflineCacheSettings(limit: cache?.limit ?? 0, http: configuration)
-        if let offline = openStore(create: settings.limit > 0) {
-            source = OfflineByteSourcePort(store: offline, network: source, keys: keys, cache: settings)
+        let store = self.store
+        // The store is opened (and made) when the first stream opens, not for a play of local files.
+        let source = DeferredByteSourcePort(handling: network) { () -> any ByteSourcePort in
+            guard let offline = Self.openStore(store, create: settings.limit > 0) else { return network }
+            return OfflineByteSourcePort(store: offline, network: network, keys: keys, cache: settings)
         }
         return FFmpegDecoderAdapter(logger: logger, networkTimeout: configuration.networkTimeout,
                                     networkSource: source,
@@ -75,7 +79,7 @@ struct NetworkOptions: ParsableArguments {
     /// store that cannot be opened is reported in one line and the network
     /// used), else the default folder when it holds an index (made only
     /// when `create`: the cache is on).
-    func openStore(create: Bool) -> OfflineStore? {
+    static func openStore(_ store: String?, create: Bool) -> OfflineStore? {
         let directory = store ?? OfflineStore.defaultDirectory()
         if store == nil, !create, !FileManager.default.fileExists(atPath: directory + "/index.sqlite") { return nil }
         do {
@@ -135,5 +139,30 @@ enum ByteSize {
         guard !text.isEmpty, text.allSatisfy(\.isASCII), text.allSatisfy(\.isNumber), let number = Int64(text) else { return nil }
         let (bytes, overflow) = number.multipliedReportingOverflow(by: unit)
         return overflow ? nil : bytes
+    }
+}
+
+/// A `ByteSourcePort` made on its first `open` (`make` runs once, under a
+/// lock); `handles` asks `handling`, which answers as the made port will.
+/// Threads: any.
+final class DeferredByteSourcePort: ByteSourcePort {
+    private let handling: any ByteSourcePort
+    private let make: @Sendable () -> any ByteSourcePort
+    private let made = Mutex<(any ByteSourcePort)?>(nil)
+
+    init(handling: any ByteSourcePort, make: @escaping @Sendable () -> any ByteSourcePort) {
+        self.handling = handling
+        self.make = make
+    }
+
+    func handles(url: String) -> Bool { handling.handles(url: url) }
+
+    func open(url: String, observer: (@Sendable (NetworkEvent) -> Void)?,
+              interrupted: @escaping @Sendable () -> Bool) throws(CoreError) -> any ByteSource {
+        let port = made.withLock { made in
+            if made == nil { made = make() }
+            return made!
+        }
+        return try port.open(url: url, observer: observer, interrupted: interrupted)
     }
 }
