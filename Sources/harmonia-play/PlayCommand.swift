@@ -124,6 +124,8 @@ struct PlayCommand: ParsableCommand {
               harmonia-play --device alsa_output.usb --latency 20 song.wav
               harmonia-play --json --output null song.flac          # events as JSON lines
               harmonia-play --control unix:/tmp/hp.sock --repeat all *.flac
+              harmonia-play --cache 2G --cache-key-drop 'X-Amz-*' 'https://host/t.flac?X-Amz-Signature=...'
+              harmonia-play --key album/1 'https://host/rest/stream?id=1&t=...&s=...'   # the store entry named outright
               echo '{"message_id":1,"command":"status"}' | harmonia-play --control stdin a.flac
             """
     )
