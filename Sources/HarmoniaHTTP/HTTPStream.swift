@@ -88,9 +88,7 @@ final class HTTPStream: ByteSource, CurlTransferDelegate, @unchecked Sendable {
     /// - Throws: as `ByteSourcePort.open`.
     func start() throws(CoreError) {
         observer?(.connecting)
-        let thread = Thread { [self] in nameCurrentThread("harmonia.http"); runTransfers() }
-        thread.name = "harmonia.http"
-        thread.start()
+        startTransferThread()
         try lock.withLock { () throws(CoreError) in
             while !responded {
                 if let failure { throw failure }
@@ -99,6 +97,13 @@ final class HTTPStream: ByteSource, CurlTransferDelegate, @unchecked Sendable {
                 lock.wait(seconds: Self.interruptPoll)
             }
         }
+    }
+
+    /// Runs `runTransfers` on a thread of its own (it ends with the stream's end, a failure or `cancel`).
+    private func startTransferThread() {
+        let thread = Thread { [self] in nameCurrentThread("harmonia.http"); runTransfers() }
+        thread.name = "harmonia.http"
+        thread.start()
     }
 
     // MARK: ByteSource
@@ -128,6 +133,13 @@ final class HTTPStream: ByteSource, CurlTransferDelegate, @unchecked Sendable {
                 if let failure { throw failure }
                 if restartAt == nil, needsNewRequest(for: position, windowEnd: windowEnd) {
                     restartAt = position
+                    if ended {
+                        // The transfer reached the end and its thread is gone: a
+                        // seek back behind the window needs a new one (it waited
+                        // for a thread that no longer ran, for good).
+                        ended = false
+                        startTransferThread()
+                    }
                     lock.broadcast()
                 } else if position >= windowEnd {
                     // Ahead of everything the window holds (a forward skip

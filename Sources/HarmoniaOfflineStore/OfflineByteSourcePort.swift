@@ -1,37 +1,81 @@
-// Playing a complete offline copy from disk — specs/offline.md §Playback
+// Playing from the store — specs/offline.md §Playback, §Cache
 //
-// A `ByteSourcePort` in front of the network one: a URL whose copy is
-// complete (its key is the URL as given) is read from the store's file, with
-// no request to the server at all; any other URL goes to `network`.
+// A `ByteSourcePort` in front of the network one: a URL whose entry (named by
+// the key rules, OfflineKey) is complete is read from the store's file, with
+// no request to the server at all. With the stream cache on, any other
+// http(s) stream is kept in the store as it plays (CachedStreamSource): what
+// an earlier play left comes from disk, only the rest from the network.
 import HarmoniaCore
+import HarmoniaHTTP
 
-/// `ByteSourcePort` that consults an offline store before the network.
+/// The stream cache's numbers.
+public struct OfflineCacheSettings: Sendable {
+    /// Bytes the cached (unpinned) entries may hold together; 0: the cache is off.
+    public var limit: Int64
+    /// The network policy of the cache's downloads (headers, TLS, timeouts).
+    public var http: HTTPSourceConfiguration
+
+    /// The default limit: 1 GiB.
+    public static let defaultLimit: Int64 = 1 << 30
+
+    public init(limit: Int64 = OfflineCacheSettings.defaultLimit, http: HTTPSourceConfiguration = HTTPSourceConfiguration()) {
+        self.limit = max(0, limit)
+        self.http = http
+    }
+}
+
+/// `ByteSourcePort` that consults the store before the network, and with a
+/// cache keeps what it streams.
 ///
 /// Threads: any (the store serialises its index; each source is read by one
 /// thread at a time, as `ByteSource` says).
 public struct OfflineByteSourcePort: ByteSourcePort {
     public let store: OfflineStore
     public let network: any ByteSourcePort
+    /// How a URL names its entry.
+    public let keys: OfflineKeyPolicy
+    /// The stream cache (limit 0: off; complete copies still play from disk,
+    /// and a partial offline copy is still completed as it plays).
+    public let cache: OfflineCacheSettings
 
-    public init(store: OfflineStore, network: any ByteSourcePort) {
+    public init(store: OfflineStore, network: any ByteSourcePort, keys: OfflineKeyPolicy = OfflineKeyPolicy(),
+                cache: OfflineCacheSettings = OfflineCacheSettings(limit: 0)) {
         self.store = store
         self.network = network
+        self.keys = keys
+        self.cache = cache
     }
 
     public func handles(url: String) -> Bool { network.handles(url: url) }
 
-    /// The copy from disk when the store holds `url` complete and its file
-    /// is its recorded size; otherwise `network.open`. A store that cannot
-    /// answer (its index locked past the busy timeout, say) falls back to
-    /// the network too. Throws as `network.open`.
+    /// In order: the copy from disk when the entry is complete and its file
+    /// its recorded size (no request); with the cache on (or a partial
+    /// offline copy), the stream kept as it plays, its held bytes from disk;
+    /// otherwise `network.open`. A store that cannot answer (its index
+    /// locked past the busy timeout, say) falls back to the network too.
+    /// Throws as `network.open`.
     public func open(url: String, observer: (@Sendable (NetworkEvent) -> Void)?,
                      interrupted: @escaping @Sendable () -> Bool) throws(CoreError) -> any ByteSource {
-        if let entry = try? store.entry(key: url), entry.complete, let size = entry.size,
-           let file = try? OfflineDataFile(path: store.path(of: entry), create: false), (try? file.length()) == size {
-            try? store.recordPlayed(key: entry.key)
-            return OfflineFileSource(file: file, size: size)
+        let key = keys.key(for: url)
+        if let copy = completeCopy(key: key) { return copy }
+        if cache.limit > 0 || (try? store.entry(key: key))?.pinned == true, handles(url: url) {
+            if let source = try CachedStreamSource.open(url: url, key: key, store: store, settings: cache, network: network,
+                                                        observer: observer, interrupted: interrupted) {
+                return source
+            }
+            if let copy = completeCopy(key: key) { return copy }  // completed meanwhile
         }
         return try network.open(url: url, observer: observer, interrupted: interrupted)
+    }
+
+    /// The complete copy of `key` read from disk, its play recorded; nil when there is none.
+    private func completeCopy(key: String) -> (any ByteSource)? {
+        guard let entry = try? store.entry(key: key), entry.complete, let size = entry.size,
+              let file = try? OfflineDataFile(path: store.path(of: entry), create: false), (try? file.length()) == size else {
+            return nil
+        }
+        try? store.recordPlayed(key: key)
+        return OfflineFileSource(file: file, size: size, key: key)
     }
 }
 
@@ -45,10 +89,17 @@ final class OfflineFileSource: ByteSource, @unchecked Sendable {
     private var offset: Int64 = 0
     private var cancelled = false
 
-    init(file: OfflineDataFile, size: Int64) {
+    /// The entry read (counted as playing, never evicted, until released).
+    private let key: String
+
+    init(file: OfflineDataFile, size: Int64, key: String) {
         self.file = file
         self.size = size
+        self.key = key
+        _ = PlayingKeys.claim(key, exclusive: false)
     }
+
+    deinit { PlayingKeys.release(key) }
 
     func read(into buffer: UnsafeMutableRawPointer, count: Int) throws(CoreError) -> Int {
         let (at, stop) = lock.withLock { (offset, cancelled) }

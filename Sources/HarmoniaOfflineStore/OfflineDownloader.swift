@@ -70,29 +70,64 @@ public struct OfflineDownloader: Sendable {
     ///   disk full, the index). Nothing is ever left marked complete that is not whole.
     public func add(url: String, key: String? = nil, progress: @escaping (OfflineProgress) -> Void = { _ in }) throws(CoreError) -> OfflineEntry {
         try Self.checkURL(url)
-        let key = key ?? url
-        guard !key.isEmpty else { throw .invalidArgument("an empty --key names no entry") }
-        var entry = try store.entryCreating(key: key, url: url)
+        let key = try OfflineKey.make(url: url, explicit: key)
+        // Waits for another process downloading this key, so never nil.
+        return try download(url: url, key: key, pinned: true, wait: true, tap: DownloadTap(), progress: progress)!
+    }
+
+    /// The download of `key` on the calling thread: the entry made when
+    /// absent (`pinned`: an offline copy; false: a cached stream), its
+    /// file's lock taken, what is held resumed. One function under `add`
+    /// and the stream cache (CachedStreamSource).
+    /// - Returns: the complete entry; nil when `wait` is false and another
+    ///   process holds the entry's lock (it is downloading or playing it).
+    /// - Throws: as `add`.
+    func download(url: String, key: String, pinned: Bool, wait: Bool, tap: DownloadTap,
+                  progress: @escaping (OfflineProgress) -> Void) throws(CoreError) -> OfflineEntry? {
+        var entry = try store.entryCreating(key: key, url: url, pinned: pinned)
         let file = try OfflineDataFile(path: store.path(of: entry), create: true)
-        _ = try file.lock(wait: true)  // another process downloading this key: wait for it, then see what it left
+        // Another process downloading this key: wait for it, then see what it left.
+        guard try file.lock(wait: wait) else { return nil }
         guard let current = try store.entry(key: key) else {
             throw .invalidState("\(key): removed by another process while this one waited")
         }
         entry = current
+        if pinned && !entry.pinned { try store.pin(key: key) }
         if entry.complete, let size = entry.size, try file.length() == size { return entry }
-        var job = try Job(entry: entry, url: url, file: file, store: store, options: options, progress: progress)
+        var job = try Job(entry: entry, url: url, file: file, store: store, options: options, tap: tap, progress: progress)
         return try job.run()
     }
+}
+
+/// What the stream cache learns from a download as it runs, and how it
+/// stops one. Each closure runs on the downloading thread and must return quickly.
+struct DownloadTap {
+    /// A response was accepted: its whole length. False refuses it (too
+    /// large for the cache): the download fails with `unsupported`.
+    var admit: (_ total: Int64) -> Bool = { _ in true }
+    /// Bytes [0, have) are in the file (written; fsynced or not) and belong to one version.
+    var written: (_ have: Int64) -> Void = { _ in }
+    /// Called before the held bytes are dropped to start over (another version).
+    var restarting: () -> Void = {}
+    /// Polled between writes and about once a second in a wait: true ends the download, the entry kept partial.
+    var shouldStop: () -> Bool = { false }
+    /// The server refused the link (HTTP `status`: 401, 403, 410): a fresh
+    /// one to go on with at the same byte, or nil (the download fails). May block.
+    var refused: (_ status: Int) -> String? = { _ in nil }
 }
 
 /// One download in progress. Its own thread only.
 private struct Job {
     let key: String
     let url: String
+    /// The URL requested now: `url`, or the fresh link that replaced a refused one.
+    var fetchURL: String
+    var renewals = 0
     let file: OfflineDataFile
     let store: OfflineStore
     let options: OfflineDownloadOptions
     let progress: (OfflineProgress) -> Void
+    let tap: DownloadTap
     /// Bytes [0, have) of the file hold the resource as `validator` names it.
     var have: Int64
     var hasher: BackgroundHasher
@@ -102,15 +137,19 @@ private struct Job {
     var checkpoint: Int64
     /// Whether this run made the entry (removed again when it fails with nothing held).
     let fresh: Bool
+    /// What the user does to resume (an offline copy, or a cached stream).
+    let resumeHint: String
 
     init(entry: OfflineEntry, url: String, file: OfflineDataFile, store: OfflineStore, options: OfflineDownloadOptions,
-         progress: @escaping (OfflineProgress) -> Void) throws(CoreError) {
+         tap: DownloadTap, progress: @escaping (OfflineProgress) -> Void) throws(CoreError) {
         key = entry.key
         self.url = url
+        fetchURL = url
         self.file = file
         self.store = store
         self.options = options
         self.progress = progress
+        self.tap = tap
         etag = entry.etag
         validator = entry.etag ?? entry.lastModified
         size = entry.size
@@ -118,7 +157,10 @@ private struct Job {
         have = length
         checkpoint = 0
         fresh = length == 0 && entry.etag == nil && entry.lastModified == nil
+        resumeHint = entry.pinned ? "the copy stays partial: run 'offline add' again to resume"
+            : "the cache keeps what came: the next play resumes it"
         if length > 0, entry.etag == nil && entry.lastModified == nil || (entry.size.map { length > $0 } ?? false) {
+            tap.restarting()
             try file.truncate(to: 0)  // bytes no validator vouches for: never spliced
             have = 0
         }
@@ -147,10 +189,12 @@ private struct Job {
         while true {
             var attempt = Attempt()
             let requested = have
-            let end = httpFetch(url: url, start: requested, ifRange: requested > 0 ? validator : nil, configuration: options.http,
+            let end = httpFetch(url: fetchURL, start: requested, ifRange: requested > 0 ? validator : nil, configuration: options.http,
                                 head: { head in self.head(head, requested: requested, attempt: &attempt) },
-                                body: { bytes in self.body(bytes, attempt: &attempt) })
+                                body: { bytes in self.body(bytes, attempt: &attempt) },
+                                shouldStop: tap.shouldStop)
             if let failure = attempt.failure { throw giveUp(failure) }
+            if tap.shouldStop() { throw giveUp(.invalidState("\(url): the download was stopped")) }
             if let reason = attempt.restart {
                 restarts += 1
                 guard restarts <= options.maxRestarts else {
@@ -165,6 +209,15 @@ private struct Job {
             switch end {
             case .status(404):
                 throw giveUp(.notFound("\(url): the server answered 404 Not Found; check the URL"))
+            case .status(let status) where [401, 403, 410].contains(status):
+                // A signed link that expired: a fresh one goes on at the same byte (HTTPStream's rule, specs/network.md).
+                guard renewals < 8, let fresh = tap.refused(status), !fresh.isEmpty else {
+                    throw giveUp(.ioError("\(url): the server refused access (HTTP \(status)); the link may have expired, fetch a fresh URL"))
+                }
+                renewals += 1
+                fetchURL = fresh
+                lastGain = monotonicSeconds()  // asking for a link is not waiting for the network
+                continue
             case .status(416):
                 try startOver()  // asked past the end of a file that is now shorter
                 restarts += 1
@@ -189,7 +242,7 @@ private struct Job {
             default: "the body ended at \(at)"
             }
             guard silent < options.giveUpAfter else {
-                throw giveUp(.ioError("\(url): gave up after \(formatSecondsShort(options.giveUpAfter)) without a new byte, at \(at) (last: \(reason)); the copy stays partial: run 'offline add' again to resume"))
+                throw giveUp(.ioError("\(url): gave up after \(formatSecondsShort(options.giveUpAfter)) without a new byte, at \(at) (last: \(reason)); \(resumeHint)"))
             }
             progress(.retrying(key: key, have: have, reason: reason))
             attemptNumber += 1
@@ -242,6 +295,10 @@ private struct Job {
             attempt.failure = .unsupported("\(url): the server declares no length (a live stream?); only whole files are stored")
             return false
         }
+        guard tap.admit(total) else {
+            attempt.failure = .unsupported("\(url): \(total) bytes do not fit in the cache")
+            return false
+        }
         size = total
         etag = head.etag
         validator = head.etag ?? head.lastModified
@@ -254,11 +311,13 @@ private struct Job {
             return false
         }
         progress(.started(key: key, url: url, have: have, total: total))
+        tap.written(have)
         return true
     }
 
     /// Body bytes: to the file at `have`, into the hash.
     private mutating func body(_ bytes: UnsafeRawBufferPointer, attempt: inout Attempt) -> Bool {
+        if tap.shouldStop() { return false }
         var bytes = bytes
         if attempt.discard > 0 {
             let drop = Int(min(attempt.discard, Int64(bytes.count)))
@@ -274,6 +333,7 @@ private struct Job {
             try file.write(bytes, at: have)
             hasher.feed(bytes)
             have += Int64(bytes.count)
+            tap.written(have)
             if have - checkpoint >= options.checkpointBytes { try checkpointNow() }
         } catch {
             attempt.failure = error
@@ -295,6 +355,7 @@ private struct Job {
     }
 
     private mutating func truncateToZero() throws(CoreError) {
+        tap.restarting()
         try file.truncate(to: 0)
         try file.sync()
         have = 0

@@ -124,14 +124,16 @@ public final class OfflineStore: @unchecked Sendable {
 
     // MARK: Writing (each one transaction)
 
-    /// The entry `key`, inserted as a new partial offline copy of `url` when absent.
-    func entryCreating(key: String, url: String) throws(CoreError) -> OfflineEntry {
+    /// The entry `key`, inserted as a new partial entry of `url` when absent
+    /// (`pinned`: an offline copy; false: a cached stream, played now).
+    func entryCreating(key: String, url: String, pinned: Bool = true) throws(CoreError) -> OfflineEntry {
         try withDB { db in
             try db.transaction { db in
                 if let found = try Self.select("WHERE key = ?", [.text(key)], db).first { return found }
                 let now = Date().timeIntervalSince1970
-                try db.prepare("INSERT INTO entry(key, file, url, held, complete, pinned, added) VALUES (?, ?, ?, 0, 0, 1, ?)")
-                    .run([.text(key), .text(offlineFileName(forKey: key)), .text(url), .real(now)])
+                try db.prepare("INSERT INTO entry(key, file, url, held, complete, pinned, added, last_played) VALUES (?, ?, ?, 0, 0, ?, ?, ?)")
+                    .run([.text(key), .text(offlineFileName(forKey: key)), .text(url), .integer(pinned ? 1 : 0), .real(now),
+                          pinned ? .null : .real(now)])
                 return try Self.select("WHERE key = ?", [.text(key)], db).first!
             }
         }
@@ -156,6 +158,11 @@ public final class OfflineStore: @unchecked Sendable {
     func recordComplete(key: String, size: Int64, hash: String) throws(CoreError) {
         try run("UPDATE entry SET held = ?, size = ?, complete = 1, content_hash = ? WHERE key = ?",
                 [.integer(size), .integer(size), .text(hash), .text(key)])
+    }
+
+    /// Makes the entry an offline copy (never evicted from the cache).
+    func pin(key: String) throws(CoreError) {
+        try run("UPDATE entry SET pinned = 1 WHERE key = ?", [.text(key)])
     }
 
     /// Records a play of the entry now.
@@ -227,7 +234,7 @@ public final class OfflineStore: @unchecked Sendable {
 
     /// The rows matching `clause`, every number checked (a row a hand or a
     /// bug made impossible reads as partial with nothing held).
-    private static func select(_ clause: String, _ values: [SQLiteValue], _ db: SQLiteConnection) throws -> [OfflineEntry] {
+    static func select(_ clause: String, _ values: [SQLiteValue], _ db: SQLiteConnection) throws -> [OfflineEntry] {
         let statement = try db.prepare("SELECT \(columns) FROM entry \(clause)")
         try statement.bind(values)
         var result: [OfflineEntry] = []
@@ -253,11 +260,11 @@ public final class OfflineStore: @unchecked Sendable {
         return seconds
     }
 
-    private func run(_ sql: String, _ values: [SQLiteValue]) throws(CoreError) {
+    func run(_ sql: String, _ values: [SQLiteValue]) throws(CoreError) {
         try withDB { db in try db.prepare(sql).run(values) }
     }
 
-    private func withDB<T>(_ body: (SQLiteConnection) throws -> T) throws(CoreError) -> T {
+    func withDB<T>(_ body: (SQLiteConnection) throws -> T) throws(CoreError) -> T {
         lock.lock()
         defer { lock.unlock() }
         do { return try body(db) } catch { throw Self.coreError(error, file: indexFile) }

@@ -124,6 +124,8 @@ struct PlayCommand: ParsableCommand {
               harmonia-play --device alsa_output.usb --latency 20 song.wav
               harmonia-play --json --output null song.flac          # events as JSON lines
               harmonia-play --control unix:/tmp/hp.sock --repeat all *.flac
+              harmonia-play --cache 2G --cache-key-drop 'X-Amz-*' 'https://host/t.flac?X-Amz-Signature=...'
+              harmonia-play --key album/1 'https://host/rest/stream?id=1&t=...&s=...'   # the store entry named outright
               echo '{"message_id":1,"command":"status"}' | harmonia-play --control stdin a.flac
             """
     )
@@ -181,6 +183,12 @@ struct PlayCommand: ParsableCommand {
     @OptionGroup(title: "Network")
     var network: NetworkOptions
 
+    @OptionGroup(title: "Stream cache")
+    var cache: CacheOptions
+
+    @Option(help: ArgumentHelp("The store's key for the one URL given (default: the URL as given, less --cache-key-drop's parameters).", valueName: "KEY"))
+    var key: String?
+
     @OptionGroup(title: "Web remote")
     var web: WebRemoteOptions
 
@@ -199,6 +207,13 @@ struct PlayCommand: ParsableCommand {
             throw ValidationError("--tick must be a number of milliseconds, 0 or more; got \(Self.number(tick))")
         }
         if let tick, tick > 0, tick < 10 { throw ValidationError("--tick must be 0 (off) or at least 10 ms") }
+        if let key {
+            guard inputs.count == 1, InputExpander.kind(of: inputs[0]) == .plain,
+                  inputs[0].lowercased().hasPrefix("http://") || inputs[0].lowercased().hasPrefix("https://") else {
+                throw ValidationError("--key names the store entry of one http(s) URL: give exactly one URL")
+            }
+            if key.isEmpty { throw ValidationError("--key must not be empty") }
+        }
         if (start != nil || end != nil) && inputs.isEmpty {
             throw ValidationError("--start and --end apply to the first input; none was given")
         }
@@ -244,7 +259,10 @@ struct PlayCommand: ParsableCommand {
         var factory = CoreFactory(output: factoryOutput, configuration: configuration, logger: serviceLogger)
         // A client of the control channel may give fresh links for refused ones (`renew`).
         let renewals = remoteControlled ? LinkRenewals() : nil
-        let decoder = network.decoder(logger: SwiftLogLoggerAdapter(label: "harmonia.ffmpeg", level: logLevel), renewals: renewals)
+        let keys = cache.keys
+        if let key { try keys.name(url: inputs[0], key: key) }
+        let decoder = network.decoder(logger: SwiftLogLoggerAdapter(label: "harmonia.ffmpeg", level: logLevel), renewals: renewals,
+                                      cache: cache, keys: keys)
         factory.decoder = decoder
         let service = factory.makePlaybackService()
         if volume != 100 { service.setVolume(Float(volume / 100)) }

@@ -66,6 +66,12 @@ struct ServeCommand: ParsableCommand {
     @OptionGroup(title: "Web remote")
     var web: WebRemoteOptions
 
+    @OptionGroup(title: "Network")
+    var network: NetworkOptions
+
+    @OptionGroup(title: "Stream cache")
+    var cache: CacheOptions
+
     /// Where the web remote listens unless --listen says otherwise.
     static let defaultListen = "127.0.0.1:6680"
 
@@ -118,7 +124,8 @@ struct ServeCommand: ParsableCommand {
         let serviceLogger: any LoggerPort = logLevel <= .info
             ? SwiftLogLoggerAdapter(label: "harmonia", level: logLevel) : NoopLoggerAdapter()
         var factory = CoreFactory(output: factoryOutput, configuration: configuration, logger: serviceLogger)
-        let decoder = FFmpegDecoderAdapter(logger: SwiftLogLoggerAdapter(label: "harmonia.ffmpeg", level: logLevel))
+        let decoder = network.decoder(logger: SwiftLogLoggerAdapter(label: "harmonia.ffmpeg", level: logLevel),
+                                      cache: cache, keys: cache.keys)
         factory.decoder = decoder
         let service = factory.makePlaybackService()
         let actions = PlayerActions(service: service)

@@ -133,3 +133,35 @@ import Testing
         #expect(entry.added == 0 && entry.lastPlayed == nil && entry.size == nil && !entry.complete)
     }
 }
+
+/// The stream cache's eviction against the index — specs/offline.md §Cache.
+@Suite("Offline store: cache eviction") struct OfflineCacheEvictionTests {
+    /// A complete cached (or pinned) entry `key` of `size` bytes, played at `played`.
+    static func add(_ store: OfflineStore, _ key: String, size: Int, pinned: Bool = false, played: Double) throws {
+        let entry = try store.entryCreating(key: key, url: "http://127.0.0.1/" + key, pinned: pinned)
+        _ = FileManager.default.createFile(atPath: store.path(of: entry), contents: Data(count: size))
+        try store.recordStart(key: key, url: entry.url, held: 0, size: Int64(size), etag: "\"e\"", lastModified: nil, contentLength: Int64(size))
+        try store.recordComplete(key: key, size: Int64(size), hash: "x")
+        try store.run("UPDATE entry SET last_played = ? WHERE key = ?", [.real(played), .text(key)])
+    }
+
+    @Test("least recently played first; pinned and playing entries stay; too large evicts nothing")
+    func evictionOrder() throws {
+        let store = try OfflineStore(directory: OfflineStoreTests.folder())
+        try Self.add(store, "old", size: 100, played: 1)
+        try Self.add(store, "playing", size: 100, played: 0)
+        try Self.add(store, "recent", size: 100, played: 3)
+        try Self.add(store, "middle", size: 100, played: 2)
+        try Self.add(store, "pinned", size: 1000, pinned: true, played: 0)
+        #expect(try store.cachedBytes() == 400)
+        // 400 cached + 250 new under 450: two go, the least recently played ("playing" is kept).
+        #expect(try store.makeRoom(for: "new", total: 250, limit: 450, keeping: ["playing"]))
+        #expect(Set(try store.entries().map(\.key)) == ["playing", "recent", "pinned"])
+        // Larger than the limit, or than what must stay allows: nothing is evicted.
+        #expect(try !store.makeRoom(for: "huge", total: 451, limit: 450, keeping: []))
+        #expect(try !store.makeRoom(for: "big", total: 350, limit: 450, keeping: ["playing", "recent"]))
+        #expect(try store.entries().count == 3)
+        #expect(try store.makeRoom(for: "big", total: 350, limit: 450, keeping: ["playing"]))
+        #expect(Set(try store.entries().map(\.key)) == ["playing", "pinned"])
+    }
+}

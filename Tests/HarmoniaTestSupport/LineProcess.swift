@@ -155,7 +155,7 @@ public final class LineProcess: @unchecked Sendable {
         process.terminationHandler = { [exit] _ in exit.signal() }
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
-        if let environment { process.environment = environment }
+        process.environment = ProcessRunner.childEnvironment(environment)
         let out = Pipe(), err = Pipe()
         process.standardInput = input
         process.standardOutput = out

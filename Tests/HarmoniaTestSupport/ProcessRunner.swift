@@ -18,7 +18,7 @@ public enum ProcessRunner {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
-        if let environment { process.environment = environment }
+        process.environment = childEnvironment(environment)
         let out = Pipe(), err = Pipe(), inp = Pipe()
         process.standardOutput = out
         process.standardError = err
@@ -39,6 +39,16 @@ public enum ProcessRunner {
         group.wait()
         process.waitUntilExit()
         return ProcessResult(status: process.terminationStatus, stdout: outData.withLock { $0 }, stderr: errData.withLock { $0 })
+    }
+
+    /// A child's environment: `given` (nil: this process's), with
+    /// HARMONIA_PLAY_CACHE=off unless it says otherwise — a test's
+    /// harmonia-play keeps no stream cache in the user's folders, and a URL
+    /// another test played is fetched again (a cache test passes --cache).
+    public static func childEnvironment(_ given: [String: String]?) -> [String: String] {
+        var environment = given ?? ProcessInfo.processInfo.environment
+        if environment["HARMONIA_PLAY_CACHE"] == nil { environment["HARMONIA_PLAY_CACHE"] = "off" }
+        return environment
     }
 
     /// The folder holding the built products (the test bundle's folder).

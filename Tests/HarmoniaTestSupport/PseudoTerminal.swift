@@ -80,7 +80,7 @@ public final class PseudoTerminal {
             _ = unsafeBitCast(closefrom, to: AddCloseFrom.self)(&actions, 3)
         }
 
-        var environment = ProcessInfo.processInfo.environment
+        var environment = ProcessRunner.childEnvironment(nil)
         environment["TERM"] = "xterm"
         environment.merge(extra) { $1 }
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
