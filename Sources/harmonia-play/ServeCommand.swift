@@ -66,6 +66,9 @@ struct ServeCommand: ParsableCommand {
     @OptionGroup(title: "Web remote")
     var web: WebRemoteOptions
 
+    @OptionGroup(title: "UPnP/DLNA renderer")
+    var upnp: UPnPOptions
+
     /// Where the web remote listens unless --listen says otherwise.
     static let defaultListen = "127.0.0.1:6680"
 
@@ -90,6 +93,7 @@ struct ServeCommand: ParsableCommand {
         }
         if password?.isEmpty == true { throw ValidationError("--password must not be empty") }
         try web.check(defaultListen: Self.defaultListen)
+        try upnp.check()
     }
 
     func run() throws {
@@ -144,6 +148,7 @@ struct ServeCommand: ParsableCommand {
             if let remote = try web.frontend(dispatcher: dispatcher, stateFolder: stateFolder, defaultListen: Self.defaultListen) {
                 player.add(remote)
             }
+            if let renderer = try upnp.frontend(actions: actions, stateFolder: stateFolder) { player.add(renderer) }
         } catch {
             ConsoleLines.report(error)
             throw ExitCode(1)
