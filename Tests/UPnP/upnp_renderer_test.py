@@ -68,6 +68,13 @@ def sine_wav(path, seconds, rate=44100):
             w.writeframes(one)
 
 
+def serve_files(root, log):
+    """The fixtures over http on 127.0.0.1 (Range, lengths): the process and its base URL."""
+    files = subprocess.Popen([sys.executable, os.path.join(ROOT, "Tests", "Network", "fault_server.py"), "--root", root,
+                              "--log", log], stdout=subprocess.PIPE, text=True)
+    return files, f"http://127.0.0.1:{int(files.stdout.readline())}"
+
+
 class SSDPWatcher:
     """A socket joined to the SSDP group on lo: the renderer's NOTIFYs."""
 
@@ -96,12 +103,13 @@ class SSDPWatcher:
 
 class Renderer:
     def __init__(self, binary, work, ssdp_port, output="null"):
+        os.makedirs(work, exist_ok=True)
         self.log = open(os.path.join(work, "serve.log"), "w+")
         os.makedirs(os.path.join(work, "music"), exist_ok=True)
         self.proc = subprocess.Popen(
             [binary, "serve", "--music-dir", os.path.join(work, "music"), "--database", os.path.join(work, "db.sqlite"),
              "--state", os.path.join(work, "state", "state.json"), "--mpd-listen", "127.0.0.1:0", "--listen", "off",
-             "--output", output, "--upnp", "--upnp-listen", "127.0.0.1:0", "--upnp-ssdp-port", str(ssdp_port),
+             "--output", output, "--upnp", "--upnp-listen", "127.0.0.1:0", "--upnp-ssdp-port", str(ssdp_port or "off"),
              "--upnp-name", "Harmonia test"],
             stdout=subprocess.DEVNULL, stderr=self.log, stdin=subprocess.DEVNULL)
         self.location = self.wait_line(r"UPnP renderer \"Harmonia test\" on (http://\S+)")
@@ -203,9 +211,7 @@ async def main(binary):
     sine_wav(os.path.join(served, "long.wav"), 30)
     for part in ("flac_part1.flac", "flac_part2.flac"):
         shutil.copy(os.path.join(FIXTURES, "gapless", part), served)
-    files = subprocess.Popen([sys.executable, os.path.join(ROOT, "Tests", "Network", "fault_server.py"), "--root", served,
-                              "--log", os.path.join(work, "files.log")], stdout=subprocess.PIPE, text=True)
-    files_base = f"http://127.0.0.1:{int(files.stdout.readline())}"
+    files, files_base = serve_files(served, os.path.join(work, "files.log"))
     ssdp_port = free_udp_port()
     watcher = SSDPWatcher(ssdp_port)
     renderer = Renderer(binary, work, ssdp_port)
@@ -332,8 +338,6 @@ async def main(binary):
             code = 200
         except urllib.error.HTTPError as error:
             code = error.code
-        except (ConnectionError, urllib.error.URLError):
-            code = 413
         check(code == 413, "a 100 KiB body: 413")
 
         # Subscriptions: a cap, and a dead subscriber does not hold up the others.
@@ -358,7 +362,45 @@ async def main(binary):
         files.wait()
     check(byebye is not None, "SIGTERM: NOTIFY ssdp:byebye")
     check(renderer.proc.returncode == 143, f"SIGTERM: exit 143 (got {renderer.proc.returncode})")
+    files, files_base = serve_files(served, os.path.join(work, "files2.log"))
+    try:
+        await gapless(binary, files_base, os.path.join(work, "gapless"))
+    finally:
+        files.terminate()
+        files.wait()
     shutil.rmtree(work, ignore_errors=True)
+
+
+async def gapless(binary, files_base, work):
+    """SetAVTransportURI + SetNextAVTransportURI into the file output: the
+    two parts land bit-exact and joined, as with our own queue."""
+    out = os.path.join(work, "out.f32")
+    renderer = Renderer(binary, work, None, output="file:" + out)
+    requester = AiohttpRequester()
+    notify_server = AiohttpNotifyServer(requester, source=("127.0.0.1", 0))
+    try:
+        device = await UpnpFactory(requester).async_create_device(renderer.location)
+        await notify_server.async_start_server()
+        dmr = DmrDevice(device, notify_server.event_handler)
+        await dmr.async_subscribe_services(auto_resubscribe=False)
+        part1, part2 = files_base + "/flac_part1.flac", files_base + "/flac_part2.flac"
+        await dmr.async_set_transport_uri(part1, "Part 1", None)
+        await dmr.async_set_next_transport_uri(part2, "Part 2", None)
+        await dmr.async_play()
+        await until(dmr, lambda: dmr.current_track_uri == part2, "part 2 current", timeout=15, poll=False)
+        await until(dmr, lambda: dmr.transport_state == TransportState.STOPPED, "the end of part 2", timeout=15, poll=False)
+        await dmr.async_unsubscribe_services()
+    finally:
+        renderer.stop()
+        await notify_server.async_stop_server()
+    expected = b""
+    for part in ("flac_part1.flac", "flac_part2.flac"):
+        decoded = os.path.join(work, part + ".f32")
+        subprocess.run([binary, "decode", "-o", decoded, os.path.join(FIXTURES, "gapless", part)], check=True)
+        expected += open(decoded, "rb").read()
+    played = open(out, "rb").read()
+    check(played == expected, f"SetNextAVTransportURI: the file output holds part 1 + part 2 bit-exact "
+                              f"({len(played) // 8} frames, expected {len(expected) // 8})")
 
 
 if __name__ == "__main__":
