@@ -196,12 +196,75 @@ def soap(url, action, body_inner, service=AVT, header_action=None, raw_body=None
         return error.code, error.read().decode()
 
 
-def subscribe(base, callback_port, timeout=None):
-    host, port = base.split("//")[1].split("/")[0].rsplit(":", 1)
+def gena(location, method, service, **headers):
+    """One SUBSCRIBE or UNSUBSCRIBE: the status and the answer's headers."""
+    host, port = location.split("//")[1].split("/")[0].rsplit(":", 1)
+    lines = [f"{method} /upnp/{service}/event HTTP/1.1", f"HOST: {host}:{port}"]
+    lines += [f"{name.upper()}: {value}" for name, value in headers.items()]
     with socket.create_connection((host, int(port)), timeout=10) as s:
-        s.sendall((f"SUBSCRIBE /upnp/AVTransport/event HTTP/1.1\r\nHOST: {host}:{port}\r\n"
-                   f"CALLBACK: <http://127.0.0.1:{callback_port}/dead>\r\nNT: upnp:event\r\nTIMEOUT: Second-300\r\n\r\n").encode())
-        return s.makefile("rb").readline().decode().split(" ")[1]
+        s.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+        answer = s.makefile("rb")
+        status = answer.readline().decode().split(" ")[1]
+        fields = {}
+        for line in iter(lambda: answer.readline().decode().rstrip("\r\n"), ""):
+            name, _, value = line.partition(":")
+            fields[name.strip().lower()] = value.strip()
+        return status, fields
+
+
+def subscribe(location, callback_port):
+    return gena(location, "SUBSCRIBE", "AVTransport", callback=f"<http://127.0.0.1:{callback_port}/dead>",
+                nt="upnp:event", timeout="Second-300")[0]
+
+
+async def seq_numbering(location, control):
+    """A subscriber of our own: SEQ 0 (the initial event), 1, 2, … in order,
+    each a LastChange with the change; renewal and unsubscription."""
+    received = []
+    arrived = asyncio.Event()
+
+    async def handle(reader, writer):
+        head = (await reader.readuntil(b"\r\n\r\n")).decode()
+        fields = {k.lower(): v for k, _, v in (line.partition(": ") for line in head.split("\r\n")[1:]) if v}
+        body = (await reader.readexactly(int(fields.get("content-length", "0")))).decode()
+        received.append((int(fields["seq"]), fields["nts"], body))
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+        await writer.drain()
+        writer.close()
+        arrived.set()
+
+    async def next_event(count):
+        deadline = time.monotonic() + 10
+        while len(received) < count and time.monotonic() < deadline:
+            arrived.clear()
+            try:
+                await asyncio.wait_for(arrived.wait(), deadline - time.monotonic())
+            except asyncio.TimeoutError:
+                break
+        check(len(received) >= count, f"GENA: event {count - 1} arrived")
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    status, fields = gena(location, "SUBSCRIBE", "RenderingControl", callback=f"<http://127.0.0.1:{port}/rc>",
+                          nt="upnp:event", timeout="Second-120")
+    check(status == "200" and fields.get("sid", "").startswith("uuid:") and fields.get("timeout") == "Second-120",
+          "SUBSCRIBE: 200 with SID and TIMEOUT")
+    sid = fields["sid"]
+    await next_event(1)
+    for n, volume in enumerate((21, 22, 23), start=2):
+        soap(control, "SetVolume", f"<InstanceID>0</InstanceID><Channel>Master</Channel><DesiredVolume>{volume}</DesiredVolume>",
+             service="urn:schemas-upnp-org:service:RenderingControl:1")
+        await next_event(n)
+    check([seq for seq, _, _ in received] == [0, 1, 2, 3] and all(nts == "upnp:propchange" for _, nts, _ in received),
+          "SEQ counts 0, 1, 2, 3 for one subscription")
+    check("&lt;Volume channel=&quot;Master&quot; val=&quot;23&quot;/&gt;" in received[-1][2], "the last LastChange carries Volume 23, escaped")
+    check(gena(location, "SUBSCRIBE", "RenderingControl", sid=sid, timeout="Second-300")[0] == "200", "renewal with SID: 200")
+    check(gena(location, "SUBSCRIBE", "RenderingControl", sid="uuid:nobody")[0] == "412", "renewal of an unknown SID: 412")
+    check(gena(location, "SUBSCRIBE", "RenderingControl", sid=sid, nt="upnp:event")[0] == "400", "SID with NT: 400")
+    check(gena(location, "SUBSCRIBE", "RenderingControl", callback="<http://192.0.2.1:80/x>", nt="upnp:event")[0] == "412",
+          "a CALLBACK to another host than the subscriber's: 412")
+    check(gena(location, "UNSUBSCRIBE", "RenderingControl", sid=sid)[0] == "200", "UNSUBSCRIBE: 200")
+    server.close()
 
 
 async def main(binary):
@@ -340,6 +403,8 @@ async def main(binary):
             code = error.code
         check(code == 413, "a 100 KiB body: 413")
 
+        await seq_numbering(renderer.location, device.service("urn:schemas-upnp-org:service:RenderingControl:1").control_url)
+
         # Subscriptions: a cap, and a dead subscriber does not hold up the others.
         # The dead subscriber's callback takes connections and never answers.
         dead = socket.socket()
@@ -386,6 +451,18 @@ async def gapless(binary, files_base, work):
         part1, part2 = files_base + "/flac_part1.flac", files_base + "/flac_part2.flac"
         await dmr.async_set_transport_uri(part1, "Part 1", None)
         await dmr.async_set_next_transport_uri(part2, "Part 2", None)
+        await dmr.async_play()
+        # The position is the heard one: paused, RelTime is the file's
+        # length (what was heard) within 0.5 s (UPnP says whole seconds).
+        await until(dmr, lambda: (dmr.media_position or 0) >= 1, "a second heard")
+        await dmr.async_pause()
+        await until(dmr, lambda: dmr.transport_state == TransportState.PAUSED_PLAYBACK, "PAUSED_PLAYBACK", poll=False)
+        status, body = soap(device.service(AVT).control_url, "GetPositionInfo", "<InstanceID>0</InstanceID>")
+        h, m, sec = re.search(r"<RelTime>(\d+):(\d+):(\d+)</RelTime>", body).groups()
+        uri = re.search(r"<TrackURI>([^<]*)</TrackURI>", body).group(1)
+        heard = os.path.getsize(out) / (44100 * 2 * 4) - (57331 / 44100 if uri == part2 else 0)
+        rel = int(h) * 3600 + int(m) * 60 + int(sec)
+        check(abs(rel - heard) <= 0.5 + 1 / 44100, f"paused: RelTime {rel} s, heard {heard:.3f} s (the file output's length)")
         await dmr.async_play()
         await until(dmr, lambda: dmr.current_track_uri == part2, "part 2 current", timeout=15, poll=False)
         await until(dmr, lambda: dmr.transport_state == TransportState.STOPPED, "the end of part 2", timeout=15, poll=False)

@@ -145,10 +145,11 @@ public final class UPnPRenderer: @unchecked Sendable {
 
 /// UPnP's times: `H+:MM:SS[.F+]`.
 public enum UPnPTime {
-    /// "0:03:05" (whole seconds, rounded down); 0 for what is not a finite, non-negative number.
+    /// "0:03:05": whole seconds, to the nearest (a heard position is then
+    /// within 0.5 s of what is said); 0 for what is not a finite, non-negative number.
     public static func format(_ seconds: Double) -> String {
         let value = seconds.isFinite && seconds > 0 ? min(seconds, 3_600_000_000) : 0
-        let whole = Int(value)
+        let whole = Int(value.rounded())
         let h = whole / 3600, m = whole / 60 % 60, s = whole % 60
         return "\(h):" + (m < 10 ? "0\(m)" : "\(m)") + ":" + (s < 10 ? "0\(s)" : "\(s)")
     }
