@@ -33,6 +33,7 @@ struct ServeCommand: ParsableCommand {
               harmonia-play serve --music-dir ~/Music
               harmonia-play serve --music-dir /srv/music --mpd-listen 0.0.0.0:6600 --password s3cret
               mpc -p 6600 update && mpc -p 6600 add / && mpc -p 6600 play
+              harmonia-play serve --upnp --upnp-listen 0.0.0.0:49594   # cast to it (Home Assistant, Music Assistant)
             """
     )
 

@@ -12,13 +12,13 @@ struct UPnPOptions: ParsableArguments {
     @Flag(help: "Be a UPnP/DLNA media renderer: Home Assistant, Music Assistant, BubbleUPnP and other control points find it and play http(s) URLs on it.")
     var upnp = false
 
-    @Option(name: .customLong("upnp-listen"), help: ArgumentHelp("The renderer's HTTP server (description, control, events) (default 127.0.0.1:49594; a control point on another machine needs an address it reaches, e.g. 0.0.0.0:49594).", valueName: "[ADDR:]PORT"))
+    @Option(name: .customLong("upnp-listen"), help: ArgumentHelp("The renderer's HTTP server (description, control, events); a control point on another machine needs an address it reaches, e.g. 0.0.0.0:49594.", valueName: "[ADDR:]PORT"))
     var listen = "127.0.0.1:49594"
 
     @Option(name: .customLong("upnp-name"), help: ArgumentHelp("The name control points show (default: Harmonia on HOSTNAME).", valueName: "NAME"))
     var name: String?
 
-    @Option(name: .customLong("upnp-ssdp-port"), help: ArgumentHelp("SSDP discovery's port, or 'off' (control points then need the description URL) (default 1900).", valueName: "PORT|off"))
+    @Option(name: .customLong("upnp-ssdp-port"), help: ArgumentHelp("SSDP discovery's port, or 'off' (control points then need the description URL).", valueName: "PORT|off"))
     var ssdpPort = "1900"
 
     func check() throws {
