@@ -307,6 +307,35 @@ async def main(binary):
         await dmr.async_subscribe_services(auto_resubscribe=False)
         await dmr.async_update()
         check(dmr.transport_state == TransportState.NO_MEDIA_PRESENT, "an empty renderer: NO_MEDIA_PRESENT")
+        control = device.service(AVT).control_url
+        rcs = "urn:schemas-upnp-org:service:RenderingControl:1"
+        rc_control = device.service(rcs).control_url
+        for action, args, code in [
+            ("Play", "<InstanceID>0</InstanceID><Speed>1</Speed>", 701),
+            ("Pause", "<InstanceID>0</InstanceID>", 701),
+            ("Seek", "<InstanceID>0</InstanceID><Unit>REL_TIME</Unit><Target>0:00:10</Target>", 701),
+            ("Seek", "<InstanceID>0</InstanceID><Unit>FRAME</Unit><Target>1</Target>", 710),
+            ("Seek", "<InstanceID>0</InstanceID><Unit>REL_TIME</Unit><Target>0:61:00</Target>", 711),
+            ("SetPlayMode", "<InstanceID>0</InstanceID><NewPlayMode>INTRO</NewPlayMode>", 712),
+            ("Play", "<InstanceID>0</InstanceID><Speed>2</Speed>", 717),
+            ("Play", "<Speed>1</Speed>", 402),
+        ]:
+            status, body = soap(control, action, args)
+            check(status == 500 and f"<errorCode>{code}</errorCode>" in body, f"{action} {args[26:70]}: fault {code}")
+        for args, code in [("<InstanceID>0</InstanceID><Channel>LF</Channel><DesiredVolume>5</DesiredVolume>", 402),
+                           ("<InstanceID>0</InstanceID><Channel>Master</Channel><DesiredVolume>101</DesiredVolume>", 402),
+                           ("<InstanceID>0</InstanceID><Channel>Master</Channel><DesiredVolume>-1</DesiredVolume>", 402)]:
+            status, body = soap(rc_control, "SetVolume", args, service=rcs)
+            check(status == 500 and f"<errorCode>{code}</errorCode>" in body, f"SetVolume {args[26:90]}: fault {code}")
+        status, body = soap(control, "Frobnicate", "<InstanceID>0</InstanceID>")
+        check(status == 500 and "<errorCode>401</errorCode>" in body, "an action the service does not have: 401")
+        for method, path, code in [("GET", "/nothing", 404), ("DELETE", "/description.xml", 405), ("GET", "/upnp/AVTransport/control", 405)]:
+            try:
+                urllib.request.urlopen(urllib.request.Request(renderer.location.replace("/description.xml", path), method=method), timeout=10)
+                got = 200
+            except urllib.error.HTTPError as error:
+                got = error.code
+            check(got == code, f"{method} {path}: {code}")
         protocols = await dmr.async_get_protocol_info()
         check("http-get:*:audio/flac:*" in protocols["sink"], "GetProtocolInfo lists audio/flac")
 
@@ -368,6 +397,9 @@ async def main(binary):
         part1, part2 = files_base + "/flac_part1.flac", files_base + "/flac_part2.flac"
         await dmr.async_set_transport_uri(part1, "Part 1", None)
         await dmr.async_set_next_transport_uri(part2, "Part 2", None)
+        status, body = soap(control, "GetMediaInfo", "<InstanceID>0</InstanceID>")
+        check(f"<CurrentURI>{part1}</CurrentURI>" in body and f"<NextURI>{part2}</NextURI>" in body,
+              "GetMediaInfo: CurrentURI and NextURI")
         await dmr.async_play()
         await until(dmr, lambda: dmr.current_track_uri == part2, "CurrentTrackURI part 2", timeout=15, poll=False)
         check(dmr.transport_state in (TransportState.PLAYING, TransportState.TRANSITIONING), "SetNextAVTransportURI: part 2 follows part 1 on its own (CurrentTrackURI evented)")
