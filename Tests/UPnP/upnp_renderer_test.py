@@ -435,6 +435,20 @@ async def main(binary):
             code = error.code
         check(code == 413, "a 100 KiB body: 413")
 
+        # Slow clients (a request half sent, never finished) delay nobody.
+        host, port = renderer.location.split("//")[1].split("/")[0].rsplit(":", 1)
+        slow = []
+        for _ in range(20):
+            s = socket.create_connection((host, int(port)), timeout=10)
+            s.sendall(f"POST /upnp/AVTransport/control HTTP/1.1\r\nHOST: {host}\r\nCONTENT-LENGTH: 1000\r\n\r\n<s:Env".encode())
+            slow.append(s)
+        started = time.monotonic()
+        status, body = soap(control, "GetTransportInfo", "<InstanceID>0</InstanceID>")
+        took = time.monotonic() - started
+        check(status == 200 and took < 1, f"20 clients with half-sent requests: another's GetTransportInfo in {took * 1000:.0f} ms")
+        for s in slow:
+            s.close()
+
         await seq_numbering(renderer.location, device.service("urn:schemas-upnp-org:service:RenderingControl:1").control_url)
 
         # Subscriptions: a cap, and a dead subscriber does not hold up the others.
