@@ -100,8 +100,8 @@ final class ConnectionCounter: @unchecked Sendable {
     func decrement() { lock.withLock { value -= 1 } }
 }
 
-/// One connection: a request at a time, answered then read on.
-/// Threads: the channel's event loop.
+/// One connection: a request at a time (NIO's pipelining handler holds the
+/// next until this one's answer is written). Threads: the channel's event loop.
 final class UPnPHTTPHandler: ChannelInboundHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
@@ -111,7 +111,8 @@ final class UPnPHTTPHandler: ChannelInboundHandler {
     private var head: HTTPRequestHead?
     private var body: [UInt8] = []
     private var tooLarge = false
-    private var busy = false
+    /// The request's `Connection`: closed after the answer when it says so.
+    private var keepAlive = true
 
     init(routes: UPnPHTTPRoutes, subscriptions: GENASubscriptions) {
         self.routes = routes
@@ -133,9 +134,9 @@ final class UPnPHTTPHandler: ChannelInboundHandler {
                 body += chunk.readBytes(length: chunk.readableBytes) ?? []
             }
         case .end:
-            guard let head, !busy else { return }
+            guard let head else { return }
             self.head = nil
-            busy = true
+            keepAlive = head.isKeepAlive
             respond(head, context: context)
         }
     }
@@ -213,7 +214,10 @@ final class UPnPHTTPHandler: ChannelInboundHandler {
         context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
         if !headOnly && payload.readableBytes > 0 { context.write(wrapOutboundOut(.body(.byteBuffer(payload))), promise: nil) }
         let done = context.writeAndFlush(wrapOutboundOut(.end(nil)))
-        busy = false
+        if !keepAlive {
+            let channel = context.channel
+            done.whenComplete { _ in channel.close(promise: nil) }
+        }
         if let sent { done.whenComplete { _ in sent() } }
     }
 }
