@@ -35,6 +35,41 @@ func faultCode(_ body: () throws -> Any) -> Int? {
         #expect(throws: XMLRefusal.self) { try UPnPXML.parse(Array(text.utf8)) }
     }
 
+    /// Seeded mutations (bytes replaced, inserted, removed; markup
+    /// characters favoured) of an envelope carrying DIDL-Lite: every one is
+    /// read or refused, never a trap — the renderer's whole input path.
+    @Test func neverTrapsOnMutations() {
+        let didl = UPnPXML.escape(#"<DIDL-Lite xmlns:dc="http://purl.org/dc/elements/1.1/"><item><dc:title>T &amp; U</dc:title><res protocolInfo="http-get:*:audio/flac:*">http://h/a</res></item></DIDL-Lite>"#)
+        let avt = UPnPServiceSpec.avTransport.serviceType
+        let seed = Array(#"<?xml version="1.0"?><s:Envelope xmlns:s="http://schemas.xmlsoap.org/soap/envelope/"><s:Body><u:SetAVTransportURI xmlns:u="\#(avt)"><InstanceID>0</InstanceID><CurrentURI>http://h/a.flac</CurrentURI><CurrentURIMetaData>\#(didl)</CurrentURIMetaData></u:SetAVTransportURI></s:Body></s:Envelope>"#.utf8)
+        let alphabet = Array("<>&;/!?=\"'#x:[]-DOCTYPE ENTITY".utf8) + [0, 0xFF, 0xC3]
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        func next(_ bound: Int) -> Int {  // SplitMix64
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return Int((z ^ (z >> 31)) % UInt64(bound))
+        }
+        var read = 0
+        for _ in 0..<3000 {
+            var bytes = seed
+            for _ in 0...next(4) {
+                let at = next(bytes.count)
+                let byte = next(2) == 0 ? alphabet[next(alphabet.count)] : UInt8(next(256))
+                switch next(3) {
+                case 0: bytes[at] = byte
+                case 1: bytes.insert(byte, at: at)
+                default: bytes.remove(at: at)
+                }
+            }
+            guard let request = try? UPnPSOAP.parse(body: bytes, soapAction: "\"\(avt)#SetAVTransportURI\"", serviceType: avt) else { continue }
+            read += 1
+            _ = try? UPnPRenderer.track(uri: request.arguments["CurrentURI"], metadata: request.arguments["CurrentURIMetaData"])
+        }
+        #expect(read > 100, "the mutations also reach the DIDL-Lite reader (\(read) envelopes read)")
+    }
+
     @Test func neverTrapsOnTruncations() {
         let xml = Array(#"<s:Envelope xmlns:s="u"><s:Body><u:Play xmlns:u="t"><InstanceID>0&#x41;</InstanceID></u:Play></s:Body></s:Envelope>"#.utf8)
         for cut in 0...xml.count { _ = try? UPnPXML.parse(Array(xml[..<cut])) }
