@@ -388,6 +388,9 @@ async def main(binary):
         await dmr.async_mute_volume(False)
         await until(dmr, lambda: dmr.is_volume_muted is False, "unmute", poll=False)
         check(True, "SetMute 0: evented")
+        renderer.mpd("setvol 55")
+        await until(dmr, lambda: dmr.volume_level is not None and abs(dmr.volume_level - 0.55) < 0.011, "Volume 55 after MPD's setvol", poll=False)
+        check(True, "MPD's 'setvol 55' is evented to the control point")
 
         await dmr.async_stop()
         await until(dmr, lambda: dmr.transport_state == TransportState.STOPPED, "STOPPED", poll=False)
@@ -456,8 +459,9 @@ async def main(binary):
         dead = socket.socket()
         dead.bind(("127.0.0.1", 0))
         dead.listen(64)
-        answers = [subscribe(renderer.location, dead.getsockname()[1]) for _ in range(40)]
-        check("503" in answers and answers.count("200") <= 32, f"40 more subscriptions: refused past the cap ({answers.count('200')} taken)")
+        answers = [subscribe(renderer.location, dead.getsockname()[1]) for _ in range(1000)]
+        check(answers.count("503") >= 968 and answers.count("200") <= 32,
+              f"1,000 more subscriptions: refused past the cap ({answers.count('200')} taken, {answers.count('503')} refused)")
         await dmr.async_set_volume_level(0.7)
         await until(dmr, lambda: dmr.volume_level is not None and abs(dmr.volume_level - 0.7) < 0.011, "Volume 70 despite dead subscribers", poll=False)
         check(True, "dead subscribers (a callback that never answers): events still reach the live one at once")
