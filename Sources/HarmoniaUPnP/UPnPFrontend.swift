@@ -73,7 +73,13 @@ public final class UPnPFrontend: PlayerFrontend, @unchecked Sendable {
         server.subscriptions.publish(service: UPnPServiceSpec.connectionManager.name, variables: [
             ("SourceProtocolInfo", ""), ("SinkProtocolInfo", renderer.sinkProtocolInfo), ("CurrentConnectionIDs", "0"),
         ])
-        let interface = try Self.announcedAddress(configuration.host)
+        let interface: String
+        do {
+            interface = try Self.announcedAddress(configuration.host)
+        } catch {
+            server.shutdown()
+            throw error
+        }
         let location = "http://\(interface.contains(":") ? "[\(interface)]" : interface):\(server.port)\(UPnPDescription.path)"
         announce("UPnP renderer \"\(configuration.friendlyName)\" on \(location)")
         if !Self.isLoopback(configuration.host) {
@@ -82,7 +88,12 @@ public final class UPnPFrontend: PlayerFrontend, @unchecked Sendable {
         if let ssdpPort = configuration.ssdpPort {
             let ssdp = SSDPAnnouncer(interface: interface, port: ssdpPort, location: location, uuid: configuration.uuid,
                                      interval: configuration.announceInterval, group: server.group)
-            try ssdp.start()
+            do {
+                try ssdp.start()
+            } catch {
+                server.shutdown()  // the run ends: the port is given back at once
+                throw error
+            }
             self.ssdp = ssdp
         }
     }

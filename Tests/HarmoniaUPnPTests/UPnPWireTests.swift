@@ -155,6 +155,13 @@ func faultCode(_ body: () throws -> Any) -> Int? {
         #expect(event.child("InstanceID")?.child("Volume")?.attributes == ["channel": "Master", "val": "40"])
     }
 
+    @Test func hostsByAddressOnly() {
+        for ok in ["127.0.0.1:49594", "192.168.1.5", "[::1]:80", "localhost:1", "LOCALHOST"] { #expect(UPnPHTTPHandler.isAddressLiteral(ok), "\(ok)") }
+        for bad in ["evil.example", "evil.example:49594", "127.0.0.1.nip.io:80", "[evil]:80", "", "1.2.3.4.5"] {
+            #expect(!UPnPHTTPHandler.isAddressLiteral(bad), "\(bad)")
+        }
+    }
+
     @Test func searches() {
         let search = SSDPSearch("M-SEARCH * HTTP/1.1\r\nHOST: 239.255.255.250:1900\r\nMAN: \"ssdp:discover\"\r\nMX: 9\r\nST: ssdp:all\r\n\r\n")
         #expect(search?.target == "ssdp:all" && search?.mx == 5)

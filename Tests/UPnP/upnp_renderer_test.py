@@ -327,6 +327,12 @@ async def main(binary):
                            ("<InstanceID>0</InstanceID><Channel>Master</Channel><DesiredVolume>-1</DesiredVolume>", 402)]:
             status, body = soap(rc_control, "SetVolume", args, service=rcs)
             check(status == 500 and f"<errorCode>{code}</errorCode>" in body, f"SetVolume {args[26:90]}: fault {code}")
+        try:
+            urllib.request.urlopen(urllib.request.Request(renderer.location, headers={"Host": "rebound.example:49594"}), timeout=10)
+            got = 200
+        except urllib.error.HTTPError as error:
+            got = error.code
+        check(got == 403, "a Host that is a name, not an address (DNS rebinding): 403")
         status, body = soap(control, "Frobnicate", "<InstanceID>0</InstanceID>")
         check(status == 500 and "<errorCode>401</errorCode>" in body, "an action the service does not have: 401")
         for method, path, code in [("GET", "/nothing", 404), ("DELETE", "/description.xml", 405), ("GET", "/upnp/AVTransport/control", 405)]:

@@ -1,5 +1,8 @@
 // The renderer's HTTP server: the description, SCPDs, SOAP control and
 // GENA subscriptions on one port — specs/upnp.md §HTTP
+#if canImport(Glibc)
+import Glibc
+#endif
 import Foundation
 import HarmoniaCore
 import NIOCore
@@ -147,6 +150,9 @@ final class UPnPHTTPHandler: ChannelInboundHandler {
 
     private func respond(_ head: HTTPRequestHead, context: ChannelHandlerContext) {
         if tooLarge { return send(.payloadTooLarge, "request body over \(UPnPHTTPServer.maxBodyBytes) bytes\n", context: context) }
+        if let host = head.headers.first(name: "host"), !Self.isAddressLiteral(host) {
+            return send(.forbidden, "Host must be an IP address (DNS rebinding)\n", context: context)
+        }
         let path = head.uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? head.uri
         let xml = "text/xml; charset=\"utf-8\""
         if path == UPnPDescription.path || path == "/" {
@@ -173,6 +179,20 @@ final class UPnPHTTPHandler: ChannelInboundHandler {
         default:
             send(.methodNotAllowed, "method not allowed here\n", context: context)
         }
+    }
+
+    /// `Host` names this machine by address (`127.0.0.1:49594`, `[::1]:80`)
+    /// or as `localhost`: control points use the address in LOCATION, while
+    /// a web page that rebinds its own name to this address sends its name.
+    static func isAddressLiteral(_ host: String) -> Bool {
+        var name = Substring(host)
+        if name.hasPrefix("["), let close = name.firstIndex(of: "]") {
+            var v6 = in6_addr()
+            return inet_pton(AF_INET6, String(name[name.index(after: name.startIndex)..<close]), &v6) == 1
+        }
+        if let colon = name.lastIndex(of: ":") { name = name[..<colon] }
+        var v4 = in_addr()
+        return name.lowercased() == "localhost" || inet_pton(AF_INET, String(name), &v4) == 1
     }
 
     private func control(_ service: UPnPServiceSpec, head: HTTPRequestHead, context: ChannelHandlerContext) {
