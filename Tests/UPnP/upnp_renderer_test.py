@@ -272,6 +272,7 @@ async def main(binary):
     served = os.path.join(work, "served")
     os.makedirs(served)
     sine_wav(os.path.join(served, "long.wav"), 30)
+    shutil.copy(os.path.join(served, "long.wav"), os.path.join(served, "long2.wav"))
     for part in ("flac_part1.flac", "flac_part2.flac"):
         shutil.copy(os.path.join(FIXTURES, "gapless", part), served)
     files, files_base = serve_files(served, os.path.join(work, "files.log"))
@@ -398,12 +399,20 @@ async def main(binary):
         await until(dmr, lambda: dmr.volume_level is not None and abs(dmr.volume_level - 0.55) < 0.011, "Volume 55 after MPD's setvol", poll=False)
         check(True, "MPD's 'setvol 55' is evented to the control point")
 
+        # A new URI while playing plays at once (Home Assistant's next track).
+        long2 = files_base + "/long2.wav"
+        await dmr.async_set_transport_uri(long2, "Again", None)
+        await until(dmr, lambda: dmr.current_track_uri == long2 and dmr.transport_state == TransportState.PLAYING,
+                    "the new URI playing", poll=False)
+        entries = [line for line in renderer.mpd("playlistinfo")[0] if line.startswith("file: ")]
+        check(entries == ["file: " + long2], "SetAVTransportURI while playing: the new URI plays at once, the queue is that one entry")
+        part1, part2 = files_base + "/flac_part1.flac", files_base + "/flac_part2.flac"
+
         await dmr.async_stop()
         await until(dmr, lambda: dmr.transport_state == TransportState.STOPPED, "STOPPED", poll=False)
         check(True, "Stop: STOPPED evented")
 
         # SetNextAVTransportURI: the second track follows without a Play.
-        part1, part2 = files_base + "/flac_part1.flac", files_base + "/flac_part2.flac"
         await dmr.async_set_transport_uri(part1, "Part 1", None)
         await dmr.async_set_next_transport_uri(part2, "Part 2", None)
         status, body = soap(control, "GetMediaInfo", "<InstanceID>0</InstanceID>")
