@@ -18,12 +18,15 @@ SWIFT ?= $(shell command -v swift 2>/dev/null || echo /opt/swift/usr/bin/swift)
 # serves (Tests/Snapcast, python3) and real snapclient rooms; the control bridge is run by a private snapserver, as
 # snapserver runs it. The WebSocket transport is tested with python3-websockets,
 # the web remote's page in headless Chromium driven by Selenium
-# (chromium, chromium-driver, python3-selenium).
+# (chromium, chromium-driver, python3-selenium). The UPnP renderer is driven
+# by async-upnp-client (Home Assistant's and Music Assistant's library), from
+# the package index, pinned, in a virtual environment (python3-venv) under
+# .build: `make upnp-client`.
 APT_PACKAGES := pkg-config libavformat-dev libavcodec-dev libswresample-dev libavutil-dev \
                 libpulse-dev libdbus-1-dev libcurl4-openssl-dev ffmpeg util-linux pulseaudio pulseaudio-utils python3 \
                 dbus playerctl libglib2.0-bin openssl pipewire pipewire-pulse wireplumber pipewire-bin \
                 libsqlite3-dev sqlite3 mpd mpc python3-mpd python3-mutagen snapserver snapclient \
-                python3-websockets python3-selenium chromium chromium-driver
+                python3-websockets python3-selenium chromium chromium-driver python3-venv
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 LSAN_SUPPRESSIONS := $(CURDIR)/Tests/lsan-suppressions.txt
 DEMO_FILE := Tests/Fixtures/audio/flac_s16_stereo_44k.flac
@@ -33,7 +36,7 @@ PULSE_DIR ?= /tmp/harmonia-pulse-$(shell id -u)-$(shell printf '%s' "$(CURDIR)" 
 WITH_PULSE = bash Tests/pulse-test-server.sh start $(PULSE_DIR) && status=0; \
 	HARMONIA_PULSE_DIR=$(PULSE_DIR)
 
-.PHONY: all deps swift build release demo docs test test-unit test-pipewire test-hostile test-examples test-asan test-tsan vectors fuzz bench clean
+.PHONY: all deps swift upnp-client build release demo docs test test-unit test-pipewire test-hostile test-examples test-asan test-tsan vectors fuzz bench clean
 
 all: build
 
@@ -53,6 +56,17 @@ swift:
 
 build: deps swift
 	$(SWIFT) build
+
+# The UPnP tests' control point (Tests/UPnP): async-upnp-client, pinned, in
+# .build/python-upnp; made once, again when the pin changes.
+UPNP_CLIENT := async-upnp-client==0.49.0
+UPNP_VENV := $(CURDIR)/.build/python-upnp
+upnp-client: deps
+	@if [ "$$(cat $(UPNP_VENV)/pinned 2>/dev/null)" != "$(UPNP_CLIENT)" ]; then \
+	  rm -rf $(UPNP_VENV) && python3 -m venv $(UPNP_VENV) && \
+	  $(UPNP_VENV)/bin/pip install --quiet --disable-pip-version-check "$(UPNP_CLIENT)" && \
+	  echo "$(UPNP_CLIENT)" > $(UPNP_VENV)/pinned; \
+	fi
 
 # The optimised player, .build/release/harmonia-play, built the way the
 # benchmarks build it (benchmarks/release-build.sh: Swift runtime linked in).
@@ -123,7 +137,7 @@ test-examples: deps swift
 # client) run after the others, not beside them: they load both cores, and
 # the real-time and Snapcast suites measure exact playback on real servers.
 WEB_TESTS := HarmoniaWebSocketTests
-test-unit: deps swift
+test-unit: deps swift upnp-client
 	$(SWIFT) build --build-tests
 	$(WITH_PULSE) $(SWIFT) test --skip-build --skip '$(WEB_TESTS)' || status=$$?; \
 	  bash Tests/pulse-test-server.sh stop $(PULSE_DIR); exit $$status

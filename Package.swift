@@ -8,10 +8,11 @@ import Foundation
 import PackageDescription
 
 /// The web remote (HarmoniaWebSocket: swift-nio, NIOWebSocket, swift-nio-ssl)
-/// is left out when HARMONIA_WITHOUT_WEB is set. The sanitizer builds of
+/// and the UPnP renderer (HarmoniaUPnP: swift-nio) are left out when
+/// HARMONIA_WITHOUT_WEB is set. The sanitizer builds of
 /// `make test` set it: swift-nio-ssl compiles BoringSSL, about 150 s per
 /// build on two cores, and those builds run no web test. harmonia-play
-/// built so refuses `--listen ADDR` with a one-line error.
+/// built so refuses `--listen ADDR` and `--upnp` with a one-line error.
 let withWeb = ProcessInfo.processInfo.environment["HARMONIA_WITHOUT_WEB"] == nil
 
 let package = Package(
@@ -29,7 +30,8 @@ let package = Package(
         .library(name: "HarmoniaOfflineStore", targets: ["HarmoniaOfflineStore"]),
         .library(name: "HarmoniaMPD", targets: ["HarmoniaMPD"]),
         .library(name: "HarmoniaSnapcast", targets: ["HarmoniaSnapcast"]),
-    ] + (withWeb ? [.library(name: "HarmoniaWebSocket", targets: ["HarmoniaWebSocket"])] : []) + [
+    ] + (withWeb ? [.library(name: "HarmoniaWebSocket", targets: ["HarmoniaWebSocket"]),
+                    .library(name: "HarmoniaUPnP", targets: ["HarmoniaUPnP"])] : []) + [
         .executable(name: "harmonia-play", targets: ["harmonia-play"]),
     ],
     dependencies: [
@@ -184,7 +186,7 @@ let package = Package(
                 "HarmoniaVectors",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-            ] + (withWeb ? ["HarmoniaWebSocket"] : [])
+            ] + (withWeb ? ["HarmoniaWebSocket", "HarmoniaUPnP"] : [])
         ),
 
         // MARK: Test support and tests (mirroring the source targets)
@@ -249,14 +251,16 @@ let package = Package(
 /// remote's page (plain HTML, CSS and JavaScript in Web/, compiled into the
 /// binary) on the same port; TLS through swift-nio-ssl.
 var webTargets: [Target] {
-    [
+    /// What an HTTP server on swift-nio needs (the web remote, the UPnP renderer).
+    let nioHTTPServer: [Target.Dependency] = [
+        .product(name: "NIOCore", package: "swift-nio"),
+        .product(name: "NIOPosix", package: "swift-nio"),
+        .product(name: "NIOHTTP1", package: "swift-nio"),
+    ]
+    return [
         .target(
             name: "HarmoniaWebSocket",
-            dependencies: [
-                "HarmoniaCore", "HarmoniaControl",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
+            dependencies: ["HarmoniaCore", "HarmoniaControl"] + nioHTTPServer + [
                 .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
@@ -265,6 +269,16 @@ var webTargets: [Target] {
         .testTarget(
             name: "HarmoniaWebSocketTests",
             dependencies: ["HarmoniaWebSocket", "HarmoniaControl", "HarmoniaCore", "HarmoniaTestSupport"]
+        ),
+        // A driving adapter: a UPnP/DLNA MediaRenderer (SOAP, GENA, SSDP)
+        // over the application layer, on swift-nio (so left out with the web).
+        .target(
+            name: "HarmoniaUPnP",
+            dependencies: ["HarmoniaCore", "HarmoniaControl"] + nioHTTPServer
+        ),
+        .testTarget(
+            name: "HarmoniaUPnPTests",
+            dependencies: ["HarmoniaUPnP", "HarmoniaControl", "HarmoniaCore", "HarmoniaTestSupport"]
         ),
     ]
 }

@@ -192,16 +192,20 @@ struct PlayCommand: ParsableCommand {
     @OptionGroup(title: "Web remote")
     var web: WebRemoteOptions
 
-    /// Commands may come: a control channel or WebSocket clients.
-    private var remoteControlled: Bool { control != nil || web.address(defaultListen: nil) != nil }
+    @OptionGroup(title: "UPnP/DLNA renderer")
+    var upnp: UPnPOptions
+
+    /// Commands may come: a control channel, WebSocket clients or UPnP control points.
+    private var remoteControlled: Bool { control != nil || web.address(defaultListen: nil) != nil || upnp.upnp }
 
     @Argument(help: ArgumentHelp("Audio files, URLs, folders or playlists (.m3u, .m3u8, .pls, .cue), played in order (optional with --control).", valueName: "INPUT"))
     var inputs: [String] = []
 
     func validate() throws {
         try web.check(defaultListen: nil)
+        try upnp.check()
         if inputs.isEmpty && !remoteControlled {
-            throw ValidationError("Missing expected argument '<INPUT> ...' (inputs may be left out only with --control or --listen)")
+            throw ValidationError("Missing expected argument '<INPUT> ...' (inputs may be left out only with --control, --listen or --upnp)")
         }
         if let tick, !(tick.isFinite && tick >= 0 && tick <= 3_600_000) {
             throw ValidationError("--tick must be a number of milliseconds, 0 or more; got \(Self.number(tick))")
@@ -304,6 +308,7 @@ struct PlayCommand: ParsableCommand {
                 if let remote = try web.frontend(dispatcher: dispatcher, stateFolder: WebRemoteOptions.defaultStateFolder, defaultListen: nil) {
                     player.add(remote)
                 }
+                if let renderer = try upnp.frontend(actions: actions, stateFolder: WebRemoteOptions.defaultStateFolder) { player.add(renderer) }
             } catch {
                 ConsoleLines.report(error)
                 throw ExitCode(1)

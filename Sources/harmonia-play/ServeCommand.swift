@@ -33,6 +33,7 @@ struct ServeCommand: ParsableCommand {
               harmonia-play serve --music-dir ~/Music
               harmonia-play serve --music-dir /srv/music --mpd-listen 0.0.0.0:6600 --password s3cret
               mpc -p 6600 update && mpc -p 6600 add / && mpc -p 6600 play
+              harmonia-play serve --upnp --upnp-listen 0.0.0.0:49594   # cast to it (Home Assistant, Music Assistant)
             """
     )
 
@@ -72,6 +73,9 @@ struct ServeCommand: ParsableCommand {
     @OptionGroup(title: "Stream cache")
     var cache: CacheOptions
 
+    @OptionGroup(title: "UPnP/DLNA renderer")
+    var upnp: UPnPOptions
+
     /// Where the web remote listens unless --listen says otherwise.
     static let defaultListen = "127.0.0.1:6680"
 
@@ -96,6 +100,7 @@ struct ServeCommand: ParsableCommand {
         }
         if password?.isEmpty == true { throw ValidationError("--password must not be empty") }
         try web.check(defaultListen: Self.defaultListen)
+        try upnp.check()
     }
 
     func run() throws {
@@ -151,6 +156,7 @@ struct ServeCommand: ParsableCommand {
             if let remote = try web.frontend(dispatcher: dispatcher, stateFolder: stateFolder, defaultListen: Self.defaultListen) {
                 player.add(remote)
             }
+            if let renderer = try upnp.frontend(actions: actions, stateFolder: stateFolder) { player.add(renderer) }
         } catch {
             ConsoleLines.report(error)
             throw ExitCode(1)

@@ -85,6 +85,13 @@ public final class PlayerActions: @unchecked Sendable {
 
     public var isMuted: Bool { lock.withLock { volumeBeforeMute != nil } }
 
+    /// The volume in whole percent as set: when muted, the level unmuting
+    /// restores (UPnP's Volume beside its Mute). Any thread.
+    public var levelPercent: Int {
+        let level = lock.withLock { volumeBeforeMute } ?? service.volume
+        return Int((min(max(level, 0), 1) * 100).rounded())
+    }
+
     /// The volume in whole percent, as shown and reported.
     public var volumePercent: Int { Int((service.volume * 100).rounded()) }
 

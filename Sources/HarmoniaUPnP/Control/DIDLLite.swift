@@ -1,0 +1,66 @@
+// DIDL-Lite metadata: read from a control point, made for our own entries
+// — specs/upnp.md §Mapping to the application layer
+import HarmoniaCore
+
+/// What a DIDL-Lite item says of a track.
+public struct DIDLItem: Sendable, Equatable {
+    public var title: String?
+    public var artists: [String] = []
+    public var album: String?
+    public var albumArtURI: String?
+    /// The MIME type of the first `res` (its protocolInfo's third field).
+    public var mimeType: String?
+}
+
+public enum DIDLLite {
+    /// Reads the first item of DIDL-Lite `text` (an empty text: an empty item).
+    /// - Throws: `UPnPError` 402 when it is not XML we accept (a DOCTYPE, an
+    ///   entity, malformed) or over 64 KiB.
+    public static func read(_ text: String) throws(UPnPError) -> DIDLItem {
+        var item = DIDLItem()
+        guard !text.isEmpty else { return item }
+        guard text.utf8.count <= 64 << 10 else { throw .invalidArgs("DIDL-Lite: over 64 KiB") }
+        let root: XMLElement
+        do {
+            root = try UPnPXML.parse(Array(text.utf8), maxDepth: 16, maxElements: 512)
+        } catch {
+            throw .invalidArgs("DIDL-Lite: \(error.description)")
+        }
+        guard let element = root.descendant("item") ?? (root.name == "item" ? root : nil) else { return item }
+        func clean(_ value: String) -> String? {
+            let trimmed = value.trimmingSpaces()
+            return trimmed.isEmpty ? nil : String(trimmed.prefix(1024))
+        }
+        for child in element.children {
+            switch child.name {
+            case "title": item.title = item.title ?? clean(child.text)
+            case "artist", "creator":
+                if let artist = clean(child.text), !item.artists.contains(artist), item.artists.count < 16 { item.artists.append(artist) }
+            case "album": item.album = item.album ?? clean(child.text)
+            case "albumArtURI": item.albumArtURI = item.albumArtURI ?? clean(child.text)
+            case "res":
+                if item.mimeType == nil, let info = child.attributes["protocolInfo"] {
+                    let fields = info.split(separator: ":", omittingEmptySubsequences: false)
+                    if fields.count == 4 { item.mimeType = String(fields[2]).lowercased() }
+                }
+            default: break
+            }
+        }
+        return item
+    }
+
+    /// A DIDL-Lite item for an entry we queued ourselves (or another frontend did).
+    public static func make(title: String?, artists: [String], album: String?, url: String) -> String {
+        var item = "<DIDL-Lite xmlns=\"urn:schemas-upnp-org:metadata-1-0/DIDL-Lite/\" xmlns:dc=\"http://purl.org/dc/elements/1.1/\" "
+            + "xmlns:upnp=\"urn:schemas-upnp-org:metadata-1-0/upnp/\"><item id=\"0\" parentID=\"-1\" restricted=\"1\">"
+        item += "<dc:title>\(UPnPXML.escape(title ?? lastComponent(url)))</dc:title>"
+        for artist in artists { item += "<upnp:artist>\(UPnPXML.escape(artist))</upnp:artist>" }
+        if let album { item += "<upnp:album>\(UPnPXML.escape(album))</upnp:album>" }
+        item += "<upnp:class>object.item.audioItem.musicTrack</upnp:class></item></DIDL-Lite>"
+        return item
+    }
+
+    private static func lastComponent(_ url: String) -> String {
+        String(url.split(separator: "/").last ?? Substring(url))
+    }
+}

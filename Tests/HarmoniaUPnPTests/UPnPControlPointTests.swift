@@ -1,0 +1,26 @@
+// The renderer against a real control point: Tests/UPnP/upnp_renderer_test.py
+// drives `harmonia-play serve --upnp` on loopback with async-upnp-client
+// (the library of Home Assistant and Music Assistant; pinned, installed by
+// `make test` into .build/python-upnp) — specs/upnp.md §Tests
+import Foundation
+import HarmoniaTestSupport
+import Testing
+
+@Suite("harmonia-play UPnP renderer")
+struct UPnPControlPointTests {
+    static let python = Fixtures.repositoryRoot + "/.build/python-upnp/bin/python3"
+    static let script = Fixtures.repositoryRoot + "/Tests/UPnP/upnp_renderer_test.py"
+
+    @Test("async-upnp-client: SSDP discovery, description, SetAVTransportURI with DIDL-Lite, Play, position, Pause/Seek/Stop, SetNextAVTransportURI, volume and mute, LastChange events, MPD's view, XXE and billion laughs refused, 716, 413, the subscription cap, a dead subscriber, byebye")
+    func controlPoint() throws {
+        guard FileManager.default.isExecutableFile(atPath: Self.python) else {
+            Issue.record("\(Self.python) is missing: `make test` installs async-upnp-client there (make upnp-client)")
+            return
+        }
+        // Bounded: the script bounds every wait; `timeout` bounds the whole.
+        let result = try ProcessRunner.run("/usr/bin/timeout", ["300", Self.python, Self.script, ProcessRunner.productsDirectory + "/harmonia-play"])
+        #expect(result.status == 0, "\(result.stdoutText.suffix(4000))\n\(result.stderrText.suffix(3000))")
+        #expect(result.stdoutText.contains(" passed, 0 failed"))
+        print(result.stdoutText, terminator: "")
+    }
+}
