@@ -35,7 +35,7 @@ struct HarmoniaPlay: ParsableCommand {
               harmonia-play vectors specs/vectors/*.json
             """,
         version: HarmoniaVersion.string,
-        subcommands: [PlayCommand.self, ServeCommand.self, InfoCommand.self, DecodeCommand.self, VectorsCommand.self, SnapcastControlCommand.self, OfflineCommand.self],
+        subcommands: [PlayCommand.self, ServeCommand.self, InfoCommand.self, DecodeCommand.self, VectorsCommand.self, SnapcastControlCommand.self, OfflineCommand.self, HistoryCommand.self, ListensCommand.self],
         defaultSubcommand: PlayCommand.self
     )
 }

@@ -36,6 +36,9 @@ struct ServeCommand: ParsableCommand {
             """
     )
 
+    @OptionGroup(title: "Listens")
+    var listens: ListenOptions
+
     @Option(name: .customLong("music-dir"), help: ArgumentHelp("The music folder (default: ~/Music).", valueName: "DIR"))
     var musicDir: String?
 
@@ -150,6 +153,9 @@ struct ServeCommand: ParsableCommand {
         }
         player.add(ConsoleLines(service: service, quiet: quiet, fixedCount: nil))
         player.add(ServerLifetime())
+        let listening = try listens.tracker()
+        if let listening { player.add(listening.tracker) }
+        defer { listening?.outbox?.stop() }
         if let statePath = paths.state {
             let file = PlayerStateFile(path: statePath)
             do throws(CoreError) {
