@@ -83,14 +83,15 @@ struct ListensSubmitCommand: ParsableCommand {
     @Option(name: .customLong("listenbrainz-token-file"), help: ArgumentHelp("A file holding your ListenBrainz token (or set HARMONIA_LISTENBRAINZ_TOKEN).", valueName: "FILE"))
     var tokenFile: String?
 
+    func validate() throws {
+        if let listenBrainzURL, !ListenOptions.isAPIRoot(listenBrainzURL) {
+            throw ValidationError("--listenbrainz-url must be an http(s) URL (the API root, e.g. https://api.listenbrainz.org)")
+        }
+    }
+
     func run() throws {
-        var options = ListenOptions()
-        options.listensDB = listensDB
-        options.listenBrainzURL = listenBrainzURL
-        options.tokenFile = tokenFile
-        try options.validate()
-        guard let store = options.openStore() else { throw ExitCode(1) }
-        guard let outbox = try options.outbox(store: store) else {
+        guard let store = ListenOptions.openStore(file: listensDB) else { throw ExitCode(1) }
+        guard let outbox = try ListenOptions.outbox(store: store, url: listenBrainzURL, tokenFile: tokenFile) else {
             Console.err("harmonia-play: listens submit: no token: give --listenbrainz-token-file FILE or set \(ListenBrainzToken.environmentName)")
             throw ExitCode(2)
         }

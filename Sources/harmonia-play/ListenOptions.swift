@@ -24,20 +24,27 @@ struct ListenOptions: ParsableArguments {
     var tokenFile: String?
 
     func validate() throws {
-        if let listenBrainzURL {
-            let lower = listenBrainzURL.lowercased()
-            guard lower.hasPrefix("http://") || lower.hasPrefix("https://"), !listenBrainzURL.contains(where: \.isWhitespace) else {
-                throw ValidationError("--listenbrainz-url must be an http(s) URL (the API root, e.g. https://api.listenbrainz.org)")
-            }
+        if let listenBrainzURL, !Self.isAPIRoot(listenBrainzURL) {
+            throw ValidationError("--listenbrainz-url must be an http(s) URL (the API root, e.g. https://api.listenbrainz.org)")
         }
         if listensDB?.isEmpty == true { throw ValidationError("--listens-db needs a file name") }
+    }
+
+    /// An http(s) URL without spaces.
+    static func isAPIRoot(_ url: String) -> Bool {
+        let lower = url.lowercased()
+        return (lower.hasPrefix("http://") || lower.hasPrefix("https://")) && !url.contains(where: \.isWhitespace)
     }
 
     /// The store, or nil with --no-history. Errors are reported; a store
     /// that cannot open makes the player go on without a history.
     func openStore() -> SQLiteListenStore? {
-        guard !noHistory else { return nil }
-        let file = listensDB ?? SQLiteListenStore.defaultFile()
+        noHistory ? nil : Self.openStore(file: listensDB)
+    }
+
+    /// The store at `file` (nil: the default), or nil, said on stderr, when it cannot open.
+    static func openStore(file: String?) -> SQLiteListenStore? {
+        let file = file ?? SQLiteListenStore.defaultFile()
         do {
             return try SQLiteListenStore(file: file)
         } catch {
@@ -49,6 +56,12 @@ struct ListenOptions: ParsableArguments {
     /// The outbox of `store` when a token is given; nil without one.
     /// - Throws: `ExitCode(2)` for a token file that cannot be read (said on stderr).
     func outbox(store: SQLiteListenStore) throws -> ListenOutbox? {
+        try Self.outbox(store: store, url: listenBrainzURL, tokenFile: tokenFile)
+    }
+
+    /// The outbox of `store` to the API at `url` (nil: the public one), with the
+    /// token of `tokenFile` or the environment; nil without a token.
+    static func outbox(store: SQLiteListenStore, url listenBrainzURL: String?, tokenFile: String?) throws -> ListenOutbox? {
         let token: String?
         do {
             token = try ListenBrainzToken.read(file: tokenFile)
