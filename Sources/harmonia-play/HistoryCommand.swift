@@ -1,4 +1,4 @@
-// harmonia-play history, harmonia-play listens submit — specs/listens.md §Commands
+// harmonia-play history, harmonia-play listens submit — specs/listens.md §History, §Reporting
 //
 // Argument parsing and printing only: the store and the outbox are
 // HarmoniaListens' and HarmoniaControl's.

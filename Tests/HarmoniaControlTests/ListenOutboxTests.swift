@@ -1,4 +1,4 @@
-// The outbox against a scripted service — specs/listens.md §Delivery, §Retries
+// The outbox against a scripted service — specs/listens.md §Outbox, §Retries
 import HarmoniaControl
 import HarmoniaCore
 import HarmoniaTestSupport

@@ -1,5 +1,5 @@
 // ListenOutbox: delivers the history's undelivered listens to the reporting
-// service, through any outage — specs/listens.md §Delivery, §Retries
+// service, through any outage — specs/listens.md §Outbox, §Retries
 //
 // The outbox is the store's table: a listen is marked delivered only after
 // the service accepted the request carrying it. One request at a time, on
