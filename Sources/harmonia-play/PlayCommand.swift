@@ -288,6 +288,10 @@ struct PlayCommand: ParsableCommand {
             let session = ControlSession(dispatcher: dispatcher, transport: control, json: json)
             controlServer = session.server
             player.add(session)
+            // A counted listen is a `listen` event for the control clients.
+            listening?.tracker.onListen = { [session, inbox = player.inbox] record in
+                session.announce(EventJSON.listen(record), stamp: inbox.lastStamp)
+            }
             do throws(CoreError) {
                 if let remote = try web.frontend(dispatcher: dispatcher, stateFolder: WebRemoteOptions.defaultStateFolder, defaultListen: nil) {
                     player.add(remote)

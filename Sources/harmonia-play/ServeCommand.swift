@@ -136,11 +136,16 @@ struct ServeCommand: ParsableCommand {
         let library = ControlLibrary(store: store, musicDirectory: musicDirectory, requestUpdate: { updater.requestUpdate() })
         let dispatcher = ControlDispatcher(service: service, actions: actions, readInfo: tagReader.readWithStreamInfo(url:),
                                            library: library)
+        let listening = try listens.tracker()
         var controlServer: ControlServer?
         if let control {
             let session = ControlSession(dispatcher: dispatcher, transport: control, json: false)
             controlServer = session.server
             player.add(session)
+            // A counted listen is a `listen` event for the control clients.
+            listening?.tracker.onListen = { [session, inbox = player.inbox] record in
+                session.announce(EventJSON.listen(record), stamp: inbox.lastStamp)
+            }
         }
         do throws(CoreError) {
             let stateFolder = paths.state.map { ($0 as NSString).deletingLastPathComponent } ?? WebRemoteOptions.defaultStateFolder
@@ -153,7 +158,6 @@ struct ServeCommand: ParsableCommand {
         }
         player.add(ConsoleLines(service: service, quiet: quiet, fixedCount: nil))
         player.add(ServerLifetime())
-        let listening = try listens.tracker()
         if let listening { player.add(listening.tracker) }
         defer { listening?.outbox?.stop() }
         if let statePath = paths.state {

@@ -245,4 +245,33 @@ import Testing
         #expect(bodies.count == 2 && Set(bodies).count == 1)
         #expect(standIn.stored.count == 1)
     }
+
+    @Test("the control protocol: a listen event when the listen counts; status and quit answered at once while the server never answers")
+    func controlProtocol() throws {
+        let folder = Self.folder()
+        let standIn = try ListenBrainzStandIn(token: Self.token, folder: folder)
+        standIn.command("hang 10")
+        let player = try LineProcess.harmoniaPlay(["play", "--control", "stdin", "--output", "file:\(folder)/out.f32", "--no-mpris",
+                                                   "--listens-db", folder + "/listens.sqlite", "--listenbrainz-url", standIn.url,
+                                                   "--listenbrainz-token-file", Self.tokenFile(folder), Self.song],
+                                                  environment: Self.environment(folder))
+        let listen = try #require(player.stdout.take(timeout: 20) { $0.contains(#""event":"listen""#) }?.line)
+        let event = try #require(try JSONSerialization.jsonObject(with: Data(listen.utf8)) as? [String: Any])
+        let data = try #require(event["data"] as? [String: Any])
+        #expect(data["title"] as? String == "Heard Song" && data["artist"] as? String == "The Testers")
+        #expect((data["listened_at"] as? Int ?? 0) > 1_700_000_000 && (data["seconds_heard"] as? Double).map { abs($0 - 40) < 0.01 } == true)
+        #expect(Self.awaitCondition { standIn.requests.count >= 1 })  // the playing_now hangs
+        let asked = Date()
+        player.write(#"{"message_id":1,"command":"status"}"# + "\n")
+        #expect(player.stdout.take(timeout: 10) { $0.contains(#""message_id":1"#) } != nil)
+        let statusSeconds = Date().timeIntervalSince(asked)
+        #expect(statusSeconds < 1, "status took \(statusSeconds) s")
+        let quitAt = Date()
+        player.write(#"{"message_id":2,"command":"quit"}"# + "\n")
+        #expect(player.waitForExit(timeout: 10) == 0)
+        let quitSeconds = Date().timeIntervalSince(quitAt)
+        #expect(quitSeconds < 3.5, "quit took \(quitSeconds) s (at most 2 s of reporting at exit)")
+        #expect(!player.stdout.all.joined().contains(Self.token) && !player.stderr.all.joined().contains(Self.token))
+        #expect(try Self.history(folder).first?["state"] as? String == "pending")
+    }
 }

@@ -23,6 +23,9 @@ public final class ListenTracker: PlayerFrontend {
     private var tagCache: (url: String, tags: TagBundle?)?
     /// Listens recorded by this tracker.
     public private(set) var recordedCount = 0
+    /// Told each listen once it is recorded (main loop): the control
+    /// protocol's `listen` event. Set before the run starts.
+    public var onListen: ((ListenRecord) -> Void)?
 
     /// - Parameters: `readTags` reads a local file's tags (nil when it cannot);
     ///   `report` prints one line for the user; `wallClock` Unix seconds.
@@ -50,6 +53,7 @@ public final class ListenTracker: PlayerFrontend {
                         report("harmonia-play: listens: the outbox is full; dropped the \(dropped) oldest undelivered listen\(dropped == 1 ? "" : "s")")
                     }
                     outbox?.recorded(id: id)
+                    onListen?(ListenRecord(id: id, metadata: metadata, listenedAt: listenedAt, secondsHeard: heard))
                 } catch {
                     report("harmonia-play: listens: \(error.message)")
                 }
