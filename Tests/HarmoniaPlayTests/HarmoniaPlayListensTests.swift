@@ -274,4 +274,36 @@ import Testing
         #expect(!player.stdout.all.joined().contains(Self.token) && !player.stderr.all.joined().contains(Self.token))
         #expect(try Self.history(folder).first?["state"] as? String == "pending")
     }
+
+    @Test("serve, driven by an MPD client, in real time: playing_now, then a single once half the 30.5 s track was heard, not before")
+    func serveWithMPDClient() throws {
+        let folder = Self.folder()
+        let music = folder + "/music"
+        try FileManager.default.createDirectory(atPath: music, withIntermediateDirectories: true)
+        let made = try ProcessRunner.run("/usr/bin/ffmpeg", [
+            "-v", "error", "-y", "-f", "lavfi", "-i", "sine=frequency=330:duration=30.5:sample_rate=8000",
+            "-metadata", "TITLE=Served Song", "-metadata", "ARTIST=The Servers", music + "/served.flac"])
+        #expect(made.status == 0, "\(made.stderrText)")
+        let standIn = try ListenBrainzStandIn(token: Self.token, folder: folder)
+        let serve = try ServeProcess(music: music, folder: folder,
+                                     extra: ["--listens-db", folder + "/listens.sqlite", "--listenbrainz-url", standIn.url,
+                                             "--listenbrainz-token-file", Self.tokenFile(folder)],
+                                     environment: Self.environment(folder))
+        try serve.waitForLibrary(songs: 1)
+        let client = try serve.client()
+        _ = try client.command("add served.flac")
+        _ = try client.command("play")
+        let started = Date()
+        #expect(Self.awaitCondition(timeout: 10) { standIn.requests.contains { $0["listen_type"] as? String == "playing_now" } })
+        #expect(Self.awaitCondition(timeout: 40) { standIn.requests.contains { $0["listen_type"] as? String == "single" } })
+        let counted = Date().timeIntervalSince(started)
+        // 15.25 s must be heard first; position reports come every second under serve.
+        #expect(counted >= 15 && counted < 20, "the listen went out \(counted) s after play")
+        serve.stop()
+        let row = try #require(try Self.history(folder).first)
+        let heard = row["seconds_heard"] as? Double ?? 0
+        #expect(heard >= 15.25 && heard < 17, "heard \(heard) s")
+        #expect(row["state"] as? String == "delivered" && row["title"] as? String == "Served Song")
+        #expect(standIn.accepted.count == 1)
+    }
 }
