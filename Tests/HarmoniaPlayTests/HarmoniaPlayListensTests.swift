@@ -306,4 +306,29 @@ import Testing
         #expect(row["state"] as? String == "delivered" && row["title"] as? String == "Served Song")
         #expect(standIn.accepted.count == 1)
     }
+
+    @Test("an outage while the player runs: retried with back-off in the background, delivered once with its listened_at when the server is back")
+    func outageWhilePlaying() throws {
+        let folder = Self.folder()
+        let first = try ListenBrainzStandIn(token: Self.token, folder: folder)
+        let port = first.port
+        first.stop()
+        let player = try LineProcess.harmoniaPlay(["play", "--control", "stdin", "--output", "file:\(folder)/out.f32", "--no-mpris",
+                                                   "--listens-db", folder + "/listens.sqlite", "--listenbrainz-url", "http://127.0.0.1:\(port)",
+                                                   "--listenbrainz-token-file", Self.tokenFile(folder), Self.song],
+                                                  environment: Self.environment(folder))
+        #expect(player.stdout.take(timeout: 20) { $0.contains(#""event":"listen""#) } != nil)
+        // Down: the listen waits, pending, with the reason.
+        #expect(Self.awaitCondition { ((try? Self.history(folder))?.first?["attempts"] as? Int ?? 0) >= 2 })
+        let recorded = try #require(try Self.history(folder).first)
+        #expect(recorded["state"] as? String == "pending" && (recorded["error"] as? String)?.isEmpty == false)
+        let back = try ListenBrainzStandIn(token: Self.token, folder: folder, port: port)
+        #expect(Self.awaitCondition(timeout: 30) { back.accepted.count == 1 })
+        #expect(Self.awaitCondition { (try? Self.history(folder))?.first?["state"] as? String == "delivered" })
+        let sent = (back.accepted.first?["listen"] as? [String: Any])?["listened_at"] as? Int
+        #expect(sent != nil && sent == recorded["listened_at"] as? Int)
+        player.write(#"{"message_id":1,"command":"quit"}"# + "\n")
+        #expect(player.waitForExit(timeout: 10) == 0)
+        #expect(back.accepted.count == 1 && back.requests.filter { $0["listen_type"] as? String != "playing_now" }.count == 1)
+    }
 }

@@ -80,8 +80,11 @@ public final class ListenOutbox: @unchecked Sendable {
     private var busy = false
     private var thread: Thread?
     private var reportedStoreError = false
+    /// Listens accepted by the service through this outbox. Guarded by `lock`.
+    private var delivered = 0
+
     /// Listens accepted by the service through this outbox.
-    public private(set) var deliveredCount = 0
+    public var deliveredCount: Int { lock.withLock { delivered } }
 
     /// - Parameters: `clock` monotonic seconds; `jitter` a number in [0, 1];
     ///   `report` one line for the user (a refused token, a store failure).
@@ -160,7 +163,7 @@ public final class ListenOutbox: @unchecked Sendable {
                 lock.withLock {
                     live.subtract(ids)
                     failures = 0
-                    deliveredCount += ids.count
+                    delivered += ids.count
                     batch = min(Self.batchLimit, batch * 2)
                 }
                 return .sent
@@ -219,16 +222,16 @@ public final class ListenOutbox: @unchecked Sendable {
     /// left, waiting out a 429 (`sleep` waits seconds) but not a failure.
     /// Returns how many were delivered and whether a failure or a refused token stopped it.
     public func deliverBacklog(timeout: Double, sleep: (Double) -> Void) -> (delivered: Int, stoppedBy: Progress?) {
-        let before = lock.withLock { deliveredCount }
+        let before = deliveredCount
         while true {
             let progress = step(timeout: timeout)
             switch progress {
             case .sent: continue
-            case .idle: return (lock.withLock { deliveredCount } - before, nil)
+            case .idle: return (deliveredCount - before, nil)
             case .waiting(let until, true):
                 sleep(max(0, until - clock()))
             case .waiting, .unauthorized:
-                return (lock.withLock { deliveredCount } - before, progress)
+                return (deliveredCount - before, progress)
             }
         }
     }
