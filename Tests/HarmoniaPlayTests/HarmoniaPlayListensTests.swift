@@ -64,6 +64,21 @@ import Testing
         return try run(arguments + more + inputs, folder)
     }
 
+    /// A loopback port where a stand-in listened and no longer does: connections are refused.
+    static func downPort(_ folder: String) throws -> Int {
+        let standIn = try ListenBrainzStandIn(token: token, folder: folder)
+        standIn.stop()
+        return standIn.port
+    }
+
+    /// `play` of the song with a control channel on stdin, started and left running.
+    static func controlledPlayer(_ folder: String, url: String) throws -> LineProcess {
+        try LineProcess.harmoniaPlay(["play", "--control", "stdin", "--output", "file:\(folder)/out.f32", "--no-mpris",
+                                      "--listens-db", folder + "/listens.sqlite", "--listenbrainz-url", url,
+                                      "--listenbrainz-token-file", tokenFile(folder), song],
+                                     environment: environment(folder))
+    }
+
     static func history(_ folder: String) throws -> [[String: Any]] {
         let result = try run(["history", "--json", "--listens-db", folder + "/listens.sqlite"], folder)
         #expect(result.status == 0, "\(result.stderrText)")
@@ -139,9 +154,7 @@ import Testing
     @Test("an outage: play exits 0 at once, listens kept; submit fails with one line; back up, the backlog goes once as an import with its listened_at; again, nothing")
     func outage() throws {
         let folder = Self.folder()
-        let standIn = try ListenBrainzStandIn(token: Self.token, folder: folder)
-        let port = standIn.port
-        standIn.stop()
+        let port = try Self.downPort(folder)
         let url = "http://127.0.0.1:\(port)"
         for _ in 0..<3 {
             let started = Date()
@@ -251,10 +264,7 @@ import Testing
         let folder = Self.folder()
         let standIn = try ListenBrainzStandIn(token: Self.token, folder: folder)
         standIn.command("hang 10")
-        let player = try LineProcess.harmoniaPlay(["play", "--control", "stdin", "--output", "file:\(folder)/out.f32", "--no-mpris",
-                                                   "--listens-db", folder + "/listens.sqlite", "--listenbrainz-url", standIn.url,
-                                                   "--listenbrainz-token-file", Self.tokenFile(folder), Self.song],
-                                                  environment: Self.environment(folder))
+        let player = try Self.controlledPlayer(folder, url: standIn.url)
         let listen = try #require(player.stdout.take(timeout: 20) { $0.contains(#""event":"listen""#) }?.line)
         let event = try #require(try JSONSerialization.jsonObject(with: Data(listen.utf8)) as? [String: Any])
         let data = try #require(event["data"] as? [String: Any])
@@ -310,13 +320,8 @@ import Testing
     @Test("an outage while the player runs: retried with back-off in the background, delivered once with its listened_at when the server is back")
     func outageWhilePlaying() throws {
         let folder = Self.folder()
-        let first = try ListenBrainzStandIn(token: Self.token, folder: folder)
-        let port = first.port
-        first.stop()
-        let player = try LineProcess.harmoniaPlay(["play", "--control", "stdin", "--output", "file:\(folder)/out.f32", "--no-mpris",
-                                                   "--listens-db", folder + "/listens.sqlite", "--listenbrainz-url", "http://127.0.0.1:\(port)",
-                                                   "--listenbrainz-token-file", Self.tokenFile(folder), Self.song],
-                                                  environment: Self.environment(folder))
+        let port = try Self.downPort(folder)
+        let player = try Self.controlledPlayer(folder, url: "http://127.0.0.1:\(port)")
         #expect(player.stdout.take(timeout: 20) { $0.contains(#""event":"listen""#) } != nil)
         // Down: the listen waits, pending, with the reason.
         #expect(Self.awaitCondition { ((try? Self.history(folder))?.first?["attempts"] as? Int ?? 0) >= 2 })

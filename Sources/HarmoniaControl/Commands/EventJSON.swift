@@ -40,7 +40,7 @@ public enum EventJSON {
     }
 
     /// `{"event": "listen", "data": {...}}`: a listen that counted and was
-    /// recorded (specs/listens.md §History; not a `PlaybackEvent`).
+    /// recorded (not a `PlaybackEvent`): specs/listens.md §History
     public static func listen(_ record: ListenRecord) -> JSONValue {
         let metadata = record.metadata
         func optional(_ s: String?) -> JSONValue { s.map(JSONValue.string) ?? .null }
