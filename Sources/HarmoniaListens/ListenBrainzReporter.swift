@@ -18,19 +18,30 @@ public final class ListenBrainzReporter: ListenReporterPort, @unchecked Sendable
     public static let defaultURL = "https://api.listenbrainz.org"
 
     private let endpoint: String
-    private let token: String
+    private let token: @Sendable () -> String?
     private let userAgent = "harmonia-play/\(HarmoniaVersion.string)"
+    private let lock = NSLock()
+    /// The token the server last refused. Guarded by `lock`.
+    private var refusedToken: String?
 
     /// `root` the API root (we post to root + `/1/submit-listens`); `token`
-    /// the user's token, already trimmed and checked (`ListenBrainzToken`).
-    public init(root: String, token: String) {
+    /// gives the user's token, trimmed and checked (`ListenBrainzToken`),
+    /// read again for each request (so a new token file is used at once);
+    /// nil when there is none any more.
+    public init(root: String, token: @escaping @Sendable () -> String?) {
         var root = root
         while root.hasSuffix("/") { root.removeLast() }
         endpoint = root + "/1/submit-listens"
         self.token = token
     }
 
+    public func credentialsChanged() -> Bool {
+        let current = token()
+        return lock.withLock { current != nil && current != refusedToken }
+    }
+
     public func submit(_ submission: ListenSubmission, timeout: Double) -> ListenReportOutcome {
+        guard let token = token() else { return .unauthorized("no token: the token file is gone or empty") }
         let body: [UInt8]
         switch ListenBrainzPayload.body(for: submission) {
         case .success(let bytes): body = bytes
@@ -42,7 +53,9 @@ public final class ListenBrainzReporter: ListenReporterPort, @unchecked Sendable
         case .failed(let detail):
             return .failed(detail)
         case .response(let status, let headers, let answer):
-            return Self.outcome(status: status, headers: headers, body: answer)
+            let outcome = Self.outcome(status: status, headers: headers, body: answer)
+            if case .unauthorized = outcome { lock.withLock { refusedToken = token } }
+            return outcome
         }
     }
 

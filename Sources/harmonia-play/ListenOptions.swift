@@ -69,8 +69,10 @@ struct ListenOptions: ParsableArguments {
             Console.err("harmonia-play: listens: \(error.category.rawValue): \(error.message)")
             throw ExitCode(2)
         }
-        guard let token else { return nil }
-        let reporter = ListenBrainzReporter(root: listenBrainzURL ?? ListenBrainzReporter.defaultURL, token: token)
+        guard token != nil else { return nil }
+        // Read again for each request: a token file replaced after a 401 is used at once.
+        let reporter = ListenBrainzReporter(root: listenBrainzURL ?? ListenBrainzReporter.defaultURL,
+                                            token: { try? ListenBrainzToken.read(file: tokenFile) })
         return ListenOutbox(store: store, reporter: reporter, report: { Console.err($0) })
     }
 

@@ -336,4 +336,23 @@ import Testing
         #expect(player.waitForExit(timeout: 10) == 0)
         #expect(back.accepted.count == 1 && back.requests.filter { $0["listen_type"] as? String != "playing_now" }.count == 1)
     }
+
+    @Test("a refused token is not tried again until the token file changes; then the kept listen is delivered, one stderr line in all")
+    func tokenReplaced() throws {
+        let folder = Self.folder()
+        let fresh = "fresh-\(UInt32.random(in: 100_000...999_999))-token"
+        let standIn = try ListenBrainzStandIn(token: fresh, folder: folder)
+        let player = try Self.controlledPlayer(folder, url: standIn.url)
+        #expect(player.stderr.take(timeout: 20) { $0.contains("token") } != nil)
+        #expect(Self.awaitCondition { ((try? Self.history(folder))?.first?["state"] as? String) == "pending" })
+        let refused = standIn.requests.count
+        _ = Self.tokenFile(folder, fresh)
+        #expect(Self.awaitCondition(timeout: 20) { standIn.accepted.count == 1 })
+        #expect(refused == 1)  // the playing_now's 401 stopped everything until the token changed
+        player.write(#"{"message_id":1,"command":"quit"}"# + "\n")
+        #expect(player.waitForExit(timeout: 10) == 0)
+        #expect(player.stderr.all.count == 1, "\(player.stderr.all)")
+        #expect(!player.stderr.all.joined().contains(fresh) && !player.stdout.all.joined().contains(fresh))
+        #expect(try Self.history(folder).first?["state"] as? String == "delivered")
+    }
 }

@@ -48,7 +48,7 @@ public final class ListenOutbox: @unchecked Sendable {
         case sent
         /// Failed or throttled: nothing before `until` (monotonic seconds).
         case waiting(until: Double, rateLimited: Bool)
-        /// The token was refused: nothing more in this process.
+        /// The token was refused: nothing more until it changes.
         case unauthorized
     }
 
@@ -130,7 +130,10 @@ public final class ListenOutbox: @unchecked Sendable {
             nowPlaying = nil
             return (notice, live, batch, refused, news)
         }
-        if blocked { return .unauthorized }
+        if blocked {
+            guard reporter.credentialsChanged() else { return .unauthorized }
+            lock.withLock { refused = false }
+        }
         if let notice {
             // Not kept: a failed "playing now" is old news by the next try.
             let outcome = reporter.submit(.playingNow(notice), timeout: timeout)
@@ -253,7 +256,14 @@ public final class ListenOutbox: @unchecked Sendable {
             while !stopped {
                 let now = clock()
                 let ready = urgent ? rateLimitedUntil : notBefore
-                if refused || !mayHaveWork {
+                if refused {
+                    // Until the token changes: looked at once a second (a small file read).
+                    lock.broadcast()
+                    lock.wait(seconds: 1)
+                    if !stopped, lock.withLockReleased({ reporter.credentialsChanged() }) { refused = false }
+                    continue
+                }
+                if !mayHaveWork {
                     lock.broadcast()
                     lock.wait()
                     continue

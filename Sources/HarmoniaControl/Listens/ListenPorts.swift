@@ -137,4 +137,11 @@ public enum ListenReportOutcome: Sendable, Equatable {
 /// seconds. Never throws: every failure is an outcome.
 public protocol ListenReporterPort: AnyObject, Sendable {
     func submit(_ submission: ListenSubmission, timeout: Double) -> ListenReportOutcome
+    /// True when the credentials differ from those last refused (the user
+    /// gave a new token): requests may start again. Cheap; any thread.
+    func credentialsChanged() -> Bool
+}
+
+extension ListenReporterPort {
+    public func credentialsChanged() -> Bool { false }
 }
