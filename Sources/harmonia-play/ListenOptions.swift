@@ -78,13 +78,13 @@ struct ListenOptions: ParsableArguments {
 
     /// The player's listens: a tracker frontend (nil with --no-history or
     /// no store) and its outbox, delivering in the background.
-    func tracker() throws -> (tracker: ListenTracker, outbox: ListenOutbox?)? {
+    func tracker() throws -> (tracker: ListenTracker, outbox: ListenOutbox?, store: SQLiteListenStore)? {
         guard let store = openStore() else { return nil }
         let outbox = try outbox(store: store)
         outbox?.start()
         let reader = FFmpegTagReaderAdapter()
         let tracker = ListenTracker(store: store, outbox: outbox, readTags: { try? reader.read(url: $0) },
                                     report: { Console.err($0) })
-        return (tracker, outbox)
+        return (tracker, outbox, store)
     }
 }

@@ -142,7 +142,8 @@ struct ServeCommand: ParsableCommand {
             let session = ControlSession(dispatcher: dispatcher, transport: control, json: false)
             controlServer = session.server
             player.add(session)
-            // A counted listen is a `listen` event for the control clients.
+            // A counted listen is a `listen` event for the control clients; `listens/recent` reads the history.
+            if let store = listening?.store { dispatcher.recentListens = { (limit) throws(CoreError) in try store.history(limit: limit) } }
             listening?.tracker.onListen = { [session, inbox = player.inbox] record in
                 session.announce(EventJSON.listen(record), stamp: inbox.lastStamp)
             }

@@ -271,6 +271,9 @@ import Testing
         #expect(data["title"] as? String == "Heard Song" && data["artist"] as? String == "The Testers")
         #expect((data["listened_at"] as? Int ?? 0) > 1_700_000_000 && (data["seconds_heard"] as? Double).map { abs($0 - 40) < 0.01 } == true)
         #expect(Self.awaitCondition { standIn.requests.count >= 1 })  // the playing_now hangs
+        player.write(#"{"message_id":9,"command":"listens/recent","args":{"limit":5}}"# + "\n")
+        let recent = try #require(player.stdout.take(timeout: 10) { $0.contains(#""message_id":9"#) }?.line)
+        #expect(recent.contains(#""title":"Heard Song""#) && recent.contains(#""state":"pending""#), "\(recent)")
         let asked = Date()
         player.write(#"{"message_id":1,"command":"status"}"# + "\n")
         #expect(player.stdout.take(timeout: 10) { $0.contains(#""message_id":1"#) } != nil)
