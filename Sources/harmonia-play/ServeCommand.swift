@@ -137,13 +137,14 @@ struct ServeCommand: ParsableCommand {
         let dispatcher = ControlDispatcher(service: service, actions: actions, readInfo: tagReader.readWithStreamInfo(url:),
                                            library: library)
         let listening = try listens.tracker()
+        // `listens/recent` reads the history (socket and WebSocket clients, the web remote).
+        if let store = listening?.store { dispatcher.recentListens = { (limit) throws(CoreError) in try store.history(limit: limit) } }
         var controlServer: ControlServer?
         if let control {
             let session = ControlSession(dispatcher: dispatcher, transport: control, json: false)
             controlServer = session.server
             player.add(session)
-            // A counted listen is a `listen` event for the control clients; `listens/recent` reads the history.
-            if let store = listening?.store { dispatcher.recentListens = { (limit) throws(CoreError) in try store.history(limit: limit) } }
+            // A counted listen is a `listen` event for the control clients.
             listening?.tracker.onListen = { [session, inbox = player.inbox] record in
                 session.announce(EventJSON.listen(record), stamp: inbox.lastStamp)
             }
