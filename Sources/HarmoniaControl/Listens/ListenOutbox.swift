@@ -304,14 +304,28 @@ public final class ListenOutbox: @unchecked Sendable {
             }
             stopped = true
             lock.broadcast()
+            awaitThreadExit(until: max(deadline, clock() + 0.5))
         }
     }
 
-    /// Stops the background thread after its current request (not waited for).
+    /// Stops the background thread: waits at most 50 ms for it to leave (a
+    /// request in flight is not waited for; the process may end under it).
     public func stop() {
         lock.withLock {
             stopped = true
             lock.broadcast()
+            awaitThreadExit(until: clock() + 0.05)
+        }
+    }
+
+    /// Waits, `lock` held and `stopped` set, until the thread has left or
+    /// `until` (monotonic seconds): a process must not exit while the thread
+    /// is between two calls into Foundation or SQLite (reading the token file).
+    private func awaitThreadExit(until: Double) {
+        while running {
+            let left = until - clock()
+            if left <= 0 { return }
+            lock.wait(seconds: left)
         }
     }
 }
