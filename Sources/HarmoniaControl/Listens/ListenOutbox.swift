@@ -61,6 +61,8 @@ public final class ListenOutbox: @unchecked Sendable {
     private let clock: @Sendable () -> Double
     private let jitter: @Sendable () -> Double
     private let report: @Sendable (String) -> Void
+    /// Unix seconds this outbox began: a listen first heard since then was heard by this process.
+    private let liveSince: Int64
     private let lock = ConditionLock()
 
     // Guarded by `lock`.
@@ -91,7 +93,9 @@ public final class ListenOutbox: @unchecked Sendable {
     public init(store: any ListenStorePort, reporter: any ListenReporterPort, policy: ListenRetryPolicy = ListenRetryPolicy(),
                 clock: @escaping @Sendable () -> Double = monotonicSeconds,
                 jitter: @escaping @Sendable () -> Double = { Double.random(in: 0...1) },
-                report: @escaping @Sendable (String) -> Void) {
+                report: @escaping @Sendable (String) -> Void,
+                liveSince: Int64 = Int64(Date().timeIntervalSince1970)) {
+        self.liveSince = liveSince
         self.store = store
         self.reporter = reporter
         self.policy = policy
@@ -153,7 +157,10 @@ public final class ListenOutbox: @unchecked Sendable {
             return storeFailed(error)
         }
         let ids = listens.map(\.id)
-        let outcome = reporter.submit(.listens(listens, single: listens.count == 1 && single.contains(ids[0])), timeout: timeout)
+        // Alone and heard by this process (recorded now, or first heard since this outbox began: the
+        // initial backlog step may read a row the main loop committed before it called `recorded`).
+        let alone = listens.count == 1 && (single.contains(ids[0]) || listens[0].listenedAt >= liveSince)
+        let outcome = reporter.submit(.listens(listens, single: alone), timeout: timeout)
         return settle(outcome, ids: ids)
     }
 
