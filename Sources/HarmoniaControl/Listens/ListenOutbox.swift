@@ -311,7 +311,8 @@ public final class ListenOutbox: @unchecked Sendable {
             }
             stopped = true
             lock.broadcast()
-            awaitThreadExit(until: max(deadline, clock() + 0.5))
+            // Out of a request, the thread leaves at once; in one, it is not waited for past the deadline.
+            awaitThreadExit(until: busy ? clock() : clock() + 0.5)
         }
     }
 
