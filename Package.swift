@@ -28,6 +28,7 @@ let package = Package(
         .library(name: "HarmoniaLibrary", targets: ["HarmoniaLibrary"]),
         .library(name: "HarmoniaSQLite", targets: ["HarmoniaSQLite"]),
         .library(name: "HarmoniaOfflineStore", targets: ["HarmoniaOfflineStore"]),
+        .library(name: "HarmoniaListens", targets: ["HarmoniaListens"]),
         .library(name: "HarmoniaMPD", targets: ["HarmoniaMPD"]),
         .library(name: "HarmoniaSnapcast", targets: ["HarmoniaSnapcast"]),
     ] + (withWeb ? [.library(name: "HarmoniaWebSocket", targets: ["HarmoniaWebSocket"]),
@@ -141,6 +142,13 @@ let package = Package(
             name: "HarmoniaControl",
             dependencies: ["HarmoniaCore", "HarmoniaLibrary"]
         ),
+        // Listens (specs/listens.md): the play history on the package's one
+        // SQLite layer and ListenBrainz over HarmoniaHTTP's libcurl; the rule,
+        // the ports and the outbox are the application layer's.
+        .target(
+            name: "HarmoniaListens",
+            dependencies: ["HarmoniaCore", "HarmoniaControl", "HarmoniaSQLite", "HarmoniaHTTP"]
+        ),
         // A driving adapter: MPD's protocol over TCP, on the library.
         .target(
             name: "HarmoniaMPD",
@@ -175,6 +183,7 @@ let package = Package(
                 "HarmoniaLibrary",
                 "HarmoniaSQLite",
                 "HarmoniaOfflineStore",
+                "HarmoniaListens",
                 "HarmoniaMPD",
                 "HarmoniaLinux",
                 "HarmoniaMPRIS",
@@ -230,6 +239,10 @@ let package = Package(
         .testTarget(
             name: "HarmoniaOfflineStoreTests",
             dependencies: ["HarmoniaCore", "HarmoniaOfflineStore", "HarmoniaTestSupport"]
+        ),
+        .testTarget(
+            name: "HarmoniaListensTests",
+            dependencies: ["HarmoniaCore", "HarmoniaControl", "HarmoniaListens", "HarmoniaTestSupport"]
         ),
         .testTarget(
             name: "HarmoniaMPDTests",

@@ -32,6 +32,14 @@ struct CurlRequest {
     let verifyTLS: Bool
     let maxRedirects: Int
     let connectTimeout: Double
+    /// A POST's body (nil: a GET).
+    var postBody: [UInt8]? = nil
+    /// True: a status ≥ 400 ends the transfer as an error, its body unread.
+    var failOnError = true
+    /// The whole transfer's limit in seconds (nil: none).
+    var totalTimeout: Double? = nil
+    /// Ask for ICY metadata (a stream); a POST does not.
+    var icy = true
 }
 
 /// How a transfer ended.
@@ -65,7 +73,7 @@ func performCurlTransfer(_ request: CurlRequest, delegate: CurlTransferDelegate)
     defer { curl_easy_cleanup(easy) }
     var headerList: UnsafeMutablePointer<curl_slist>? = nil
     defer { curl_slist_free_all(headerList) }
-    for header in request.headers + ["Icy-MetaData: 1"] {
+    for header in request.headers + (request.icy ? ["Icy-MetaData: 1"] : []) {
         headerList = curl_slist_append(headerList, header)
     }
     // A Shoutcast server answers `ICY 200 OK`: libcurl takes it for HTTP/1.0 200.
@@ -83,7 +91,8 @@ func performCurlTransfer(_ request: CurlRequest, delegate: CurlTransferDelegate)
     _ = hc_curl_setopt_long(easy, CURLOPT_MAXREDIRS, max(0, request.maxRedirects))
     _ = hc_curl_setopt_pointer(easy, CURLOPT_PROTOCOLS_STR, "http,https")
     _ = hc_curl_setopt_pointer(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
-    _ = hc_curl_setopt_long(easy, CURLOPT_FAILONERROR, 1)
+    _ = hc_curl_setopt_long(easy, CURLOPT_FAILONERROR, request.failOnError ? 1 : 0)
+    if let timeout = request.totalTimeout { _ = hc_curl_setopt_long(easy, CURLOPT_TIMEOUT_MS, max(1, Int(min(timeout, 86_400) * 1000))) }
     _ = hc_curl_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, max(1, Int(request.connectTimeout * 1000)))
     _ = hc_curl_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, request.verifyTLS ? 1 : 0)
     _ = hc_curl_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, request.verifyTLS ? 2 : 0)
@@ -100,7 +109,15 @@ func performCurlTransfer(_ request: CurlRequest, delegate: CurlTransferDelegate)
     _ = hc_curl_setopt_progress_callback(easy, curlProgressCallback)
     _ = hc_curl_setopt_pointer(easy, CURLOPT_XFERINFODATA, box)
 
-    let code = withExtendedLifetime(holder) { curl_easy_perform(easy) }
+    let code = withExtendedLifetime(holder) {
+        guard let body = request.postBody else { return curl_easy_perform(easy) }
+        // libcurl reads the body from our buffer during perform (not copied).
+        return body.withUnsafeBytes { bytes in
+            _ = hc_curl_setopt_off(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(bytes.count))
+            _ = hc_curl_setopt_pointer(easy, CURLOPT_POSTFIELDS, bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1))
+            return curl_easy_perform(easy)
+        }
+    }
     var status = 0, redirects = 0
     _ = hc_curl_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
     _ = hc_curl_getinfo_long(easy, CURLINFO_REDIRECT_COUNT, &redirects)

@@ -162,6 +162,12 @@ package final class SQLiteStatement {
         }
     }
 
+    /// Makes the statement ready to run again (its bindings are replaced by the next `bind`).
+    package func reset() throws(SQLiteError) {
+        let status = sqlite3_reset(statement)
+        guard status == SQLITE_OK else { throw failure("sqlite3_reset", status) }
+    }
+
     /// Runs a statement that returns no rows.
     package func run(_ values: [SQLiteValue] = []) throws(SQLiteError) {
         try bind(values)

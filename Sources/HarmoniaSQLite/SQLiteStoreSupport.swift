@@ -61,3 +61,48 @@ extension SQLiteConnection {
         }
     }
 }
+
+/// A store's one connection behind a lock, every failure a `CoreError`
+/// naming the database: what each store of the package needs around its
+/// calls. Threads: any, one body at a time.
+package final class GuardedSQLite: @unchecked Sendable {
+    private let lock = ConditionLock()
+    // Guarded by `lock`.
+    private let db: SQLiteConnection
+    private let what: String
+    private let rebuild: String
+
+    /// `what` names the database in errors ("listens database"); `rebuild`
+    /// says how a damaged one is replaced.
+    package init(_ db: SQLiteConnection, what: String, rebuild: String) {
+        self.db = db
+        self.what = what
+        self.rebuild = rebuild
+    }
+
+    package var file: String { db.file }
+
+    /// Runs `body` on the connection under the lock.
+    /// - Throws: what `body` throws, as a `CoreError` (SQLite's errors mapped).
+    package func run<T>(_ body: (SQLiteConnection) throws -> T) throws(CoreError) -> T {
+        do {
+            return try lock.withLock { () throws -> T in try body(db) }
+        } catch {
+            throw coreError(error)
+        }
+    }
+
+    /// `error` as a CoreError naming this database.
+    package func coreError(_ error: any Error) -> CoreError {
+        Self.openError(error, file: db.file, what: what, rebuild: rebuild)
+    }
+
+    /// `error` (from opening the database at `file`, or any call) as a CoreError naming it.
+    package static func openError(_ error: any Error, file: String, what: String, rebuild: String) -> CoreError {
+        switch error {
+        case let error as CoreError: error
+        case let error as SQLiteError: error.coreError(file: file, what: what, rebuild: rebuild)
+        default: .ioError("\(what) '\(file)': \(error)")
+        }
+    }
+}

@@ -16,6 +16,8 @@ struct HarmoniaPlay: ParsableCommand {
             harmonia-play serve [--music-dir DIR] [--mpd-listen [ADDR:]PORT] [--password SECRET] [OPTIONS]
             harmonia-play info [--json] [--artwork PATH] INPUT...
             harmonia-play decode INPUT -o OUTPUT [--start-frame N]
+            harmonia-play history [--json] [--limit N]
+            harmonia-play listens submit [--listenbrainz-token-file FILE]
             HARMONIA_CONTROL=PATH harmonia-play snapcast-control  (started by snapserver)
             """,
         discussion: """
@@ -33,9 +35,11 @@ struct HarmoniaPlay: ParsableCommand {
               harmonia-play info --artwork cover.jpg song.flac
               harmonia-play decode song.opus -o song.f32
               harmonia-play vectors specs/vectors/*.json
+              harmonia-play --listenbrainz-token-file ~/.config/lb-token song.flac   # reported to ListenBrainz
+              harmonia-play history --limit 10
             """,
         version: HarmoniaVersion.string,
-        subcommands: [PlayCommand.self, ServeCommand.self, InfoCommand.self, DecodeCommand.self, VectorsCommand.self, SnapcastControlCommand.self, OfflineCommand.self],
+        subcommands: [PlayCommand.self, ServeCommand.self, InfoCommand.self, DecodeCommand.self, VectorsCommand.self, SnapcastControlCommand.self, OfflineCommand.self, HistoryCommand.self, ListensCommand.self],
         defaultSubcommand: PlayCommand.self
     )
 }

@@ -195,6 +195,9 @@ struct PlayCommand: ParsableCommand {
     @OptionGroup(title: "UPnP/DLNA renderer")
     var upnp: UPnPOptions
 
+    @OptionGroup(title: "Listens")
+    var listens: ListenOptions
+
     /// Commands may come: a control channel, WebSocket clients or UPnP control points.
     private var remoteControlled: Bool { control != nil || web.address(defaultListen: nil) != nil || upnp.upnp }
 
@@ -255,6 +258,9 @@ struct PlayCommand: ParsableCommand {
         // Positions: for the status line 4 times a second, for machines every --tick.
         configuration.positionInterval = tick.map { $0 / 1000 } ?? (interactive ? 0.25 : machine ? 1 : 0)
         configuration.replayGain = ReplayGainSettings(mode: replaygain, preampDB: preamp ?? 0)
+        // The history counts heard audio from position events (specs/listens.md §The rule).
+        let listening = try listens.tracker()
+        if listening != nil, configuration.positionInterval == 0 { configuration.positionInterval = 0.5 }
         // The decoder's warnings (data it skipped) are news to the user:
         // `harmonia-play: warning: PATH: ...`. The service's own warnings
         // repeat its error events (reported anyway), so its log starts at info.
@@ -304,6 +310,11 @@ struct PlayCommand: ParsableCommand {
             let session = ControlSession(dispatcher: dispatcher, transport: control, json: json)
             controlServer = session.server
             player.add(session)
+            // A counted listen is a `listen` event for the control clients; `listens/recent` reads the history.
+            if let store = listening?.store { dispatcher.recentListens = { (limit) throws(CoreError) in try store.history(limit: limit) } }
+            listening?.tracker.onListen = { [session, inbox = player.inbox] record in
+                session.announce(EventJSON.listen(record), stamp: inbox.lastStamp)
+            }
             do throws(CoreError) {
                 if let remote = try web.frontend(dispatcher: dispatcher, stateFolder: WebRemoteOptions.defaultStateFolder, defaultListen: nil) {
                     player.add(remote)
@@ -317,6 +328,7 @@ struct PlayCommand: ParsableCommand {
         player.add(ConsoleLines(service: service, quiet: quiet || json || control == .stdin,
                                 fixedCount: control == nil ? tracks.count : nil))
         if let terminal { player.add(terminal) }
+        if let listening { player.add(listening.tracker) }
         // Media keys and panels: MPRIS when a session bus is set (none: silently without).
         if !noMPRIS, let desktop = DesktopSession(actions: actions, logLevel: logLevel) { player.add(desktop) }
         player.abandon = { [controlServer] signo in
@@ -326,7 +338,10 @@ struct PlayCommand: ParsableCommand {
             controlServer?.shutdown(drainSeconds: 0)
             _exit(128 + signo)
         }
-        switch player.run(tracks) {
+        let outcome = player.run(tracks)
+        // Reporting gets at most 2 s at exit; what is left waits in the history.
+        if case .interrupted = outcome { listening?.outbox?.stop() } else { listening?.outbox?.finish(within: 2) }
+        switch outcome {
         case .finished(let failures):
             if failures + expansion.failures > 0 { throw ExitCode(1) }
         case .interrupted(let signo):

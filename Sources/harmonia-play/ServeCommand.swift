@@ -37,6 +37,9 @@ struct ServeCommand: ParsableCommand {
             """
     )
 
+    @OptionGroup(title: "Listens")
+    var listens: ListenOptions
+
     @Option(name: .customLong("music-dir"), help: ArgumentHelp("The music folder (default: ~/Music).", valueName: "DIR"))
     var musicDir: String?
 
@@ -145,11 +148,18 @@ struct ServeCommand: ParsableCommand {
         let library = ControlLibrary(store: store, musicDirectory: musicDirectory, requestUpdate: { updater.requestUpdate() })
         let dispatcher = ControlDispatcher(service: service, actions: actions, readInfo: tagReader.readWithStreamInfo(url:),
                                            library: library)
+        let listening = try listens.tracker()
+        // `listens/recent` reads the history (socket and WebSocket clients, the web remote).
+        if let store = listening?.store { dispatcher.recentListens = { (limit) throws(CoreError) in try store.history(limit: limit) } }
         var controlServer: ControlServer?
         if let control {
             let session = ControlSession(dispatcher: dispatcher, transport: control, json: false)
             controlServer = session.server
             player.add(session)
+            // A counted listen is a `listen` event for the control clients.
+            listening?.tracker.onListen = { [session, inbox = player.inbox] record in
+                session.announce(EventJSON.listen(record), stamp: inbox.lastStamp)
+            }
         }
         do throws(CoreError) {
             let stateFolder = paths.state.map { ($0 as NSString).deletingLastPathComponent } ?? WebRemoteOptions.defaultStateFolder
@@ -163,6 +173,8 @@ struct ServeCommand: ParsableCommand {
         }
         player.add(ConsoleLines(service: service, quiet: quiet, fixedCount: nil))
         player.add(ServerLifetime())
+        if let listening { player.add(listening.tracker) }
+        defer { listening?.outbox?.stop() }
         if let statePath = paths.state {
             let file = PlayerStateFile(path: statePath)
             do throws(CoreError) {

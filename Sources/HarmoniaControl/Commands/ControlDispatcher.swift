@@ -12,6 +12,9 @@ public final class ControlDispatcher {
     /// The music library under `serve`: `uri`s are then relative to its
     /// folder and confined to it, and the `library/*` commands answer.
     public let library: ControlLibrary?
+    /// The newest listens of the play history, at most N, newest first
+    /// (`listens/recent`); nil with no history. Set before the run starts.
+    public var recentListens: ((Int) throws(CoreError) -> [ListenRecord])?
 
     /// What a line led to: the reply to send, and whether the player must quit.
     public struct Outcome {
@@ -22,7 +25,7 @@ public final class ControlDispatcher {
     public static let commands = [
         "play", "pause", "toggle", "stop", "seek", "volume", "mute", "next", "previous", "jump", "status",
         "queue/items", "queue/add", "queue/remove", "queue/move", "queue/clear", "repeat", "single", "shuffle",
-        "info", "cover", "renew", "quit",
+        "info", "cover", "renew", "listens/recent", "quit",
     ] + ControlLibrary.commands
 
     /// - Parameter readInfo: what `info` reads a file with (the player gives
@@ -211,6 +214,15 @@ public final class ControlDispatcher {
             }
             renewals.provide(fresh, for: url)
             return .object([])
+        case "listens/recent":
+            guard let recentListens else {
+                throw CoreError.unsupported("listens/recent: this player keeps no history (--no-history, or it could not be opened)")
+            }
+            let limit = try args.optionalNumber("limit") ?? 20
+            guard limit.isFinite, limit >= 1, limit <= 1000 else {
+                throw CoreError.invalidArgument("listens/recent: 'limit' must be from 1 to 1000")
+            }
+            return .object([("listens", .array(try recentListens(Int(limit)).map(EventJSON.listenData)))])
         case "quit":
             return .null
         case _ where command.hasPrefix("library/"):

@@ -39,6 +39,25 @@ public enum EventJSON {
         }
     }
 
+    /// `{"event": "listen", "data": {...}}`: a listen that counted and was
+    /// recorded (not a `PlaybackEvent`): specs/listens.md §History
+    public static func listen(_ record: ListenRecord) -> JSONValue {
+        .object([("event", .string("listen")), ("data", listenData(record))])
+    }
+
+    /// A listen's fields (the `listen` event, `listens/recent`).
+    public static func listenData(_ record: ListenRecord) -> JSONValue {
+        let metadata = record.metadata
+        func optional(_ s: String?) -> JSONValue { s.map(JSONValue.string) ?? .null }
+        return .object([
+            ("id", .int(record.id)), ("url", .string(metadata.source)), ("title", optional(metadata.title)),
+            ("artist", optional(metadata.artists.isEmpty ? nil : metadata.artists.joined(separator: "; "))),
+            ("artists", strings(metadata.artists)), ("album", optional(metadata.album)),
+            ("duration", metadata.duration.map(number) ?? .null), ("listened_at", .int(record.listenedAt)),
+            ("seconds_heard", number(record.secondsHeard)), ("state", .string(record.state.rawValue)),
+        ])
+    }
+
     /// A network event's fields, with the URL of its track.
     public static func network(_ event: NetworkEvent, url: String) -> JSONValue {
         func optional(_ s: String?) -> JSONValue { s.map(JSONValue.string) ?? .null }

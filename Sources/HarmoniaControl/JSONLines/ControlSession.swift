@@ -36,9 +36,14 @@ public final class ControlSession: PlayerFrontend, @unchecked Sendable {
     /// Writes `event` to every listener: to each socket client connected
     /// before it happened (`EventStamp`).
     public func show(_ event: PlaybackEvent, stamp: EventStamp) {
-        let text = EventJSON.line(event, naming: dispatcher.naming).serialized
-        if eventsOnStdout { Console.out(text) }
-        server?.broadcast(text, stamp: stamp)
+        announce(EventJSON.line(event, naming: dispatcher.naming), stamp: stamp)
+    }
+
+    /// Writes an event line that is not the service's (a counted `listen`)
+    /// as `show` does, to the listeners connected before `stamp`. Main loop.
+    public func announce(_ line: JSONValue, stamp: EventStamp) {
+        if eventsOnStdout { Console.out(line.serialized) }
+        server?.broadcast(line.serialized, stamp: stamp)
     }
 
     /// Answers one message (main loop).

@@ -42,7 +42,7 @@ const client = {
       if (this.token) await this.request("auth", { token: this.token });
       this.delay = 500;
       setConnection("open");
-      await Promise.all([refresh(), loadLibrary()]);
+      await Promise.all([refresh(), loadLibrary(), loadListens()]);
     } catch { /* unauthorized (the form is shown) or closed meanwhile */ }
   },
 
@@ -171,6 +171,8 @@ const events = {
   seeked(d) { setClock(d.position); },
   volume_changed(d) { state.player.volume = d.volume; renderVolume(); },
   queue_changed() { refresh(); },
+  track_ended() { loadListens(); },
+  listen() { loadListens(); },
   error(d) { notify(d.message); },
   stream_title(d) { state.player.radio = d; renderNow(); },
 };
@@ -340,6 +342,23 @@ function renderQueue() {
     (li.querySelector('[data-action="' + queueFocus.action + '"]:not(:disabled)') || li.firstChild).focus();
   }
   queueFocus = null;
+}
+
+// MARK: - The play history (specs/listens.md): its newest listens, hidden when the player keeps none
+
+let loadingListens = null;
+function loadListens() {
+  if (loadingListens) return loadingListens;
+  loadingListens = client.request("listens/recent", { limit: 10 }).then((r) => {
+    const listens = (r && r.listens) || [];
+    $("listens").replaceChildren(...listens.map((l) => {
+      const when = new Date(l.listened_at * 1000).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+      return rowText(element("li", "row"), l.title || fileName(l.url), [l.artist, when].filter(Boolean).join(" · "), l.duration);
+    }));
+    $("listens").hidden = $("listens-heading").hidden = listens.length === 0;
+  }).catch(() => { $("listens").hidden = $("listens-heading").hidden = true; })
+    .finally(() => { loadingListens = null; });
+  return loadingListens;
 }
 
 // MARK: - The library
