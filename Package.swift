@@ -128,9 +128,10 @@ let package = Package(
         // Offline copies (specs/offline.md): a folder of files indexed by
         // SQLite, on the package's one SQLite layer (HarmoniaSQLite's
         // package-access calls); downloads through HarmoniaHTTP's libcurl.
+        // It implements the application layer's OfflineCopiesPort (HarmoniaControl).
         .target(
             name: "HarmoniaOfflineStore",
-            dependencies: ["HarmoniaCore", "HarmoniaSQLite", "HarmoniaHTTP"]
+            dependencies: ["HarmoniaCore", "HarmoniaSQLite", "HarmoniaHTTP", "HarmoniaControl"]
         ),
         // The application layer: the player's main loop, its commands and
         // event fan-out, and the JSON-lines transports; every way of driving

@@ -1,8 +1,9 @@
 // Playing a complete offline copy from disk — specs/offline.md §Playback
 //
 // A `ByteSourcePort` in front of the network one: a URL whose copy is
-// complete (its key is the URL as given) is read from the store's file, with
-// no request to the server at all; any other URL goes to `network`.
+// complete (its key is the one given for it with `queue/add`'s "key", else
+// the URL as given) is read from the store's file, with no request to the
+// server at all; any other URL goes to `network`.
 import HarmoniaCore
 
 /// `ByteSourcePort` that consults an offline store before the network.
@@ -12,21 +13,25 @@ import HarmoniaCore
 public struct OfflineByteSourcePort: ByteSourcePort {
     public let store: OfflineStore
     public let network: any ByteSourcePort
+    /// Explicit keys given for URLs (`queue/add`'s `"key"`).
+    public let aliases: OfflineKeyAliases
 
-    public init(store: OfflineStore, network: any ByteSourcePort) {
+    public init(store: OfflineStore, network: any ByteSourcePort, aliases: OfflineKeyAliases = OfflineKeyAliases()) {
         self.store = store
         self.network = network
+        self.aliases = aliases
     }
 
     public func handles(url: String) -> Bool { network.handles(url: url) }
 
-    /// The copy from disk when the store holds `url` complete and its file
+    /// The copy from disk when the store holds `url` (under its explicit key,
+    /// else the URL as given) complete and its file
     /// is its recorded size; otherwise `network.open`. A store that cannot
     /// answer (its index locked past the busy timeout, say) falls back to
     /// the network too. Throws as `network.open`.
     public func open(url: String, observer: (@Sendable (NetworkEvent) -> Void)?,
                      interrupted: @escaping @Sendable () -> Bool) throws(CoreError) -> any ByteSource {
-        if let entry = try? store.entry(key: url), entry.complete, let size = entry.size,
+        if let entry = try? store.entry(key: aliases.key(for: url) ?? url), entry.complete, let size = entry.size,
            let file = try? OfflineDataFile(path: store.path(of: entry), create: false), (try? file.length()) == size {
             try? store.recordPlayed(key: entry.key)
             return OfflineFileSource(file: file, size: size)

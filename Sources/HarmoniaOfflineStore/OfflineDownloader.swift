@@ -68,7 +68,12 @@ public struct OfflineDownloader: Sendable {
     ///   (404); `unsupported` (a text page, a radio stream, no declared
     ///   length); `ioError` (network gave up — the entry stays partial —,
     ///   disk full, the index). Nothing is ever left marked complete that is not whole.
-    public func add(url: String, key: String? = nil, progress: @escaping (OfflineProgress) -> Void = { _ in }) throws(CoreError) -> OfflineEntry {
+    ///
+    /// `cancelled` is polled at least once a second while the transfer runs
+    /// and before each retry: once it returns true, the download stops, the
+    /// entry kept partial, and `add` throws `invalidState`.
+    public func add(url: String, key: String? = nil, cancelled: @escaping () -> Bool = { false },
+                    progress: @escaping (OfflineProgress) -> Void = { _ in }) throws(CoreError) -> OfflineEntry {
         try Self.checkURL(url)
         let key = key ?? url
         guard !key.isEmpty else { throw .invalidArgument("an empty --key names no entry") }
@@ -80,7 +85,7 @@ public struct OfflineDownloader: Sendable {
         }
         entry = current
         if entry.complete, let size = entry.size, try file.length() == size { return entry }
-        var job = try Job(entry: entry, url: url, file: file, store: store, options: options, progress: progress)
+        var job = try Job(entry: entry, url: url, file: file, store: store, options: options, cancelled: cancelled, progress: progress)
         return try job.run()
     }
 }
@@ -92,6 +97,7 @@ private struct Job {
     let file: OfflineDataFile
     let store: OfflineStore
     let options: OfflineDownloadOptions
+    let cancelled: () -> Bool
     let progress: (OfflineProgress) -> Void
     /// Bytes [0, have) of the file hold the resource as `validator` names it.
     var have: Int64
@@ -104,12 +110,13 @@ private struct Job {
     let fresh: Bool
 
     init(entry: OfflineEntry, url: String, file: OfflineDataFile, store: OfflineStore, options: OfflineDownloadOptions,
-         progress: @escaping (OfflineProgress) -> Void) throws(CoreError) {
+         cancelled: @escaping () -> Bool, progress: @escaping (OfflineProgress) -> Void) throws(CoreError) {
         key = entry.key
         self.url = url
         self.file = file
         self.store = store
         self.options = options
+        self.cancelled = cancelled
         self.progress = progress
         etag = entry.etag
         validator = entry.etag ?? entry.lastModified
@@ -149,7 +156,9 @@ private struct Job {
             let requested = have
             let end = httpFetch(url: url, start: requested, ifRange: requested > 0 ? validator : nil, configuration: options.http,
                                 head: { head in self.head(head, requested: requested, attempt: &attempt) },
-                                body: { bytes in self.body(bytes, attempt: &attempt) })
+                                body: { bytes in self.body(bytes, attempt: &attempt) },
+                                shouldStop: cancelled)
+            if cancelled() { throw giveUp(.invalidState("\(url): download cancelled; the copy stays partial")) }
             if let failure = attempt.failure { throw giveUp(failure) }
             if let reason = attempt.restart {
                 restarts += 1

@@ -1,4 +1,4 @@
-// The network options of `play` and `decode` — specs/network.md §Options, specs/offline.md §Playback
+// The network options of `play`, `decode` and `serve` — specs/network.md §Options, specs/offline.md §Playback
 import ArgumentParser
 import Foundation
 import HarmoniaControl
@@ -49,30 +49,38 @@ struct NetworkOptions: ParsableArguments {
         return configuration
     }
 
-    /// A decoder that reads http(s) with this policy. With `renewals`, a
+    /// A decoder that reads http(s) with this policy, through `offline`'s
+    /// store first (a complete copy plays from disk). With `renewals`, a
     /// refused link waits (up to the network timeout) for a control client's
     /// `renew`; without, it fails at once.
-    func decoder(logger: any LoggerPort = NoopLoggerAdapter(), renewals: LinkRenewals? = nil) -> FFmpegDecoderAdapter {
+    func decoder(logger: any LoggerPort = NoopLoggerAdapter(), renewals: LinkRenewals? = nil,
+                 offline: OfflineStoreCopies?) -> FFmpegDecoderAdapter {
         var configuration = self.configuration
         if let renewals {
             let timeout = configuration.networkTimeout
             configuration.renewLink = { url, _ in renewals.wait(for: url, seconds: timeout) }
         }
         var source: any ByteSourcePort = HTTPSourcePort(configuration: configuration)
-        if let offline = openStore() { source = OfflineByteSourcePort(store: offline, network: source) }
+        if let offline { source = offline.byteSourcePort(network: source) }
         return FFmpegDecoderAdapter(logger: logger, networkTimeout: configuration.networkTimeout,
                                     networkSource: source,
                                     verifyTLS: configuration.verifyTLS, httpHeaders: configuration.headers)
     }
 
-    /// The offline store to play from: `--store DIR` (made when missing; a
-    /// store that cannot be opened is reported in one line and the network
-    /// used), else the default folder when it holds an index (never made).
-    func openStore() -> OfflineStore? {
+    /// The offline store to play from and download into: `--store DIR` (made
+    /// when missing), else the default folder — made when `createDefault`
+    /// (`serve`), else only when it holds an index already (`play`, `decode`).
+    /// A store that cannot be opened is reported in one line and the network used.
+    /// Downloads (the control protocol's `offline/add`) use this policy.
+    func offlineCopies(createDefault: Bool = false) -> OfflineStoreCopies? {
         let directory = store ?? OfflineStore.defaultDirectory()
-        if store == nil, !FileManager.default.fileExists(atPath: directory + "/index.sqlite") { return nil }
+        if store == nil, !createDefault, !FileManager.default.fileExists(atPath: directory + "/index.sqlite") { return nil }
         do {
-            return try OfflineStore(directory: directory)
+            var options = OfflineDownloadOptions()
+            options.http = configuration
+            options.giveUpAfter = configuration.networkTimeout
+            options.http.stallTimeout = min(options.http.stallTimeout, configuration.networkTimeout)
+            return OfflineStoreCopies(store: try OfflineStore(directory: directory), options: options)
         } catch {
             Console.report(directory, error)
             return nil

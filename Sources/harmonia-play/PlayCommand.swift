@@ -6,6 +6,7 @@ import HarmoniaControl
 import HarmoniaCore
 import HarmoniaFFmpeg
 import HarmoniaLinux
+import HarmoniaOfflineStore
 import HarmoniaPulseAudio
 import HarmoniaSnapcast
 import Logging
@@ -244,7 +245,9 @@ struct PlayCommand: ParsableCommand {
         var factory = CoreFactory(output: factoryOutput, configuration: configuration, logger: serviceLogger)
         // A client of the control channel may give fresh links for refused ones (`renew`).
         let renewals = remoteControlled ? LinkRenewals() : nil
-        let decoder = network.decoder(logger: SwiftLogLoggerAdapter(label: "harmonia.ffmpeg", level: logLevel), renewals: renewals)
+        let offline = network.offlineCopies()
+        let decoder = network.decoder(logger: SwiftLogLoggerAdapter(label: "harmonia.ffmpeg", level: logLevel), renewals: renewals,
+                                      offline: offline)
         factory.decoder = decoder
         let service = factory.makePlaybackService()
         if volume != 100 { service.setVolume(Float(volume / 100)) }
@@ -277,8 +280,11 @@ struct PlayCommand: ParsableCommand {
         if machine {
             // A client that went away is a failed write, not a fatal signal.
             signal(SIGPIPE, SIG_IGN)
+            // offline/* download into the store playback reads (none without one).
+            let downloads = offline.map { OfflineDownloads(port: $0) }
+            if let downloads { player.add(downloads) }
             let dispatcher = ControlDispatcher(service: service, actions: actions,
-                                               readInfo: FFmpegTagReaderAdapter().readWithStreamInfo(url:))
+                                               readInfo: FFmpegTagReaderAdapter().readWithStreamInfo(url:), offline: downloads)
             let session = ControlSession(dispatcher: dispatcher, transport: control, json: json)
             controlServer = session.server
             player.add(session)

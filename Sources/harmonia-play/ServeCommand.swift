@@ -8,6 +8,7 @@ import HarmoniaFFmpeg
 import HarmoniaLibrary
 import HarmoniaLinux
 import HarmoniaMPD
+import HarmoniaOfflineStore
 import HarmoniaPulseAudio
 import HarmoniaSQLite
 import HarmoniaSnapcast
@@ -66,6 +67,9 @@ struct ServeCommand: ParsableCommand {
     @OptionGroup(title: "Web remote")
     var web: WebRemoteOptions
 
+    @OptionGroup(title: "Network and offline copies")
+    var network: NetworkOptions
+
     /// Where the web remote listens unless --listen says otherwise.
     static let defaultListen = "127.0.0.1:6680"
 
@@ -118,7 +122,9 @@ struct ServeCommand: ParsableCommand {
         let serviceLogger: any LoggerPort = logLevel <= .info
             ? SwiftLogLoggerAdapter(label: "harmonia", level: logLevel) : NoopLoggerAdapter()
         var factory = CoreFactory(output: factoryOutput, configuration: configuration, logger: serviceLogger)
-        let decoder = FFmpegDecoderAdapter(logger: SwiftLogLoggerAdapter(label: "harmonia.ffmpeg", level: logLevel))
+        // A URL whose offline copy is complete plays from the store (made at the default folder when missing).
+        let offline = network.offlineCopies(createDefault: true)
+        let decoder = network.decoder(logger: SwiftLogLoggerAdapter(label: "harmonia.ffmpeg", level: logLevel), offline: offline)
         factory.decoder = decoder
         let service = factory.makePlaybackService()
         let actions = PlayerActions(service: service)
@@ -131,8 +137,10 @@ struct ServeCommand: ParsableCommand {
         // One dispatcher for the Unix socket and WebSocket clients: `uri`s
         // relative to the music directory and confined to it, and the library.
         let library = ControlLibrary(store: store, musicDirectory: musicDirectory, requestUpdate: { updater.requestUpdate() })
+        let downloads = offline.map { OfflineDownloads(port: $0) }  // offline/*, off the main loop
+        if let downloads { player.add(downloads) }
         let dispatcher = ControlDispatcher(service: service, actions: actions, readInfo: tagReader.readWithStreamInfo(url:),
-                                           library: library)
+                                           library: library, offline: downloads)
         var controlServer: ControlServer?
         if let control {
             let session = ControlSession(dispatcher: dispatcher, transport: control, json: false)
