@@ -6,7 +6,7 @@ opens the page in headless Chromium (Debian's, driven by Selenium), works its
 controls and checks the player's side through the WebSocket protocol: the
 playing title, pause and play, a click on the Position bar, Next and Previous,
 repeat and shuffle, search and Add, the queue's buttons, an offline copy's
-entry (it reads 'Offline'), Volume; phone and
+entry (it reads 'Offline copy'), Volume; phone and
 desktop screenshots; a server restart on the same port.
 
 Usage: remote_browser_test.py HARMONIA_PLAY [--artifacts DIR]
@@ -169,7 +169,7 @@ class Protocol:
 
 def offline_check(play, page, music):
     """offline/add of a song served over HTTP on loopback, queue/add of its URL: the page's entry reads
-    'Offline' (text inside the entry's button, so it is in its accessible name); offline/remove clears it."""
+    'Offline copy' (text inside the entry's button, so it is in its accessible name); offline/remove clears it."""
     import functools
     import http.server
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=music)
@@ -188,13 +188,14 @@ def offline_check(play, page, music):
         li = wait_until("a queue entry marked offline on the page", entry)
         button = li.find_element("css selector", "button")
         name = page.driver.execute_script("return arguments[0].textContent", button)
-        if "Offline" not in name or not play("queue/items")["items"][-1]["offline"]:
+        if "Offline copy" not in name or not play("queue/items")["items"][-1]["offline"]:
             raise Failure(f"the offline entry's button reads '{name}'; queue/items: {play('queue/items')['items'][-1]}")
-        passed("a queued URL with a complete offline copy reads 'Offline' in its entry (queue/items: offline true)")
+        passed("a queued URL with a complete offline copy reads 'Offline copy' in its entry (queue/items: offline true): "
+               + page.screenshot("desktop-offline-copy.png"))
         play("offline/remove", key=url)
         wait_until("the offline mark gone after offline/remove", lambda: entry() is None)
         play("queue/remove", index=len(play("queue/items")["items"]) - 1)  # its server goes away below
-        passed("offline/remove clears the entry's 'Offline'")
+        passed("offline/remove clears the entry's 'Offline copy'")
     finally:
         http_server.shutdown()
 
@@ -432,7 +433,7 @@ def run(binary, artifacts):
         wait_until("two entries in the page's queue", lambda: len(page.queue_items()) == 2)
         passed("the queue's buttons move, jump to and remove entries")
 
-        # An offline copy: its queue entry says so in words ("Offline"), not only with a mark
+        # An offline copy: its queue entry says so in words ("Offline copy"), not only with a mark
         offline_check(play, page, music)
 
         # Volume

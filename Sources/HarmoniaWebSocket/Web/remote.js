@@ -333,9 +333,9 @@ function renderQueue() {
     jump.append(element("span", "number", String(i + 1)));
     rowText(jump, title, byline(track), track.duration);
     if (track.offline) {
-      // Said in words, not only shown: a screen reader reads "Offline" with the row.
+      // Said in words, not only shown: a screen reader reads "Offline copy" with the entry's button.
       li.dataset.offline = "true";
-      const saved = element("span", "saved", "Offline");
+      const saved = element("span", "saved", "Offline copy");
       saved.title = "Plays from the offline copy, without the network";
       jump.append(saved);
     }
