@@ -20,7 +20,7 @@ SWIFT ?= $(shell command -v swift 2>/dev/null || echo /opt/swift/usr/bin/swift)
 # the web remote's page in headless Chromium driven by Selenium
 # (chromium, chromium-driver, python3-selenium).
 APT_PACKAGES := pkg-config libavformat-dev libavcodec-dev libswresample-dev libavutil-dev \
-                libpulse-dev libdbus-1-dev libcurl4-openssl-dev ffmpeg util-linux pulseaudio pulseaudio-utils python3 \
+                libpulse-dev libdbus-1-dev libcurl4-openssl-dev libssl-dev ffmpeg util-linux pulseaudio pulseaudio-utils python3 \
                 dbus playerctl libglib2.0-bin openssl pipewire pipewire-pulse wireplumber pipewire-bin \
                 libsqlite3-dev sqlite3 mpd mpc python3-mpd python3-mutagen snapserver snapclient \
                 python3-websockets python3-selenium chromium chromium-driver
