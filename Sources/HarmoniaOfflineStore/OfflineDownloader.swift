@@ -101,7 +101,8 @@ private struct Job {
     let progress: (OfflineProgress) -> Void
     /// Bytes [0, have) of the file hold the resource as `validator` names it.
     var have: Int64
-    var hasher: BackgroundHasher
+    /// SHA-256 of bytes [0, have), fed on this thread (libcrypto keeps up with any transfer).
+    var hasher: SHA256
     var validator: String?
     var etag: String?
     var size: Int64?
@@ -131,7 +132,7 @@ private struct Job {
         }
         var seed = SHA256()
         try file.hash(upTo: have, into: &seed)
-        hasher = BackgroundHasher(seed: seed)
+        hasher = seed
         checkpoint = have
     }
 
@@ -281,7 +282,7 @@ private struct Job {
         }
         do throws(CoreError) {
             try file.write(bytes, at: have)
-            hasher.feed(bytes)
+            hasher.update(bytes)
             have += Int64(bytes.count)
             if have - checkpoint >= options.checkpointBytes { try checkpointNow() }
         } catch {
@@ -308,7 +309,7 @@ private struct Job {
         try file.sync()
         have = 0
         checkpoint = 0
-        hasher = BackgroundHasher(seed: SHA256())
+        hasher = SHA256()
     }
 
     /// Drops what is held and forgets the validators (the next request has no Range).
@@ -323,7 +324,7 @@ private struct Job {
     /// Every byte is here: fsync, hash, and only then the row says complete.
     private mutating func finish() throws(CoreError) -> OfflineEntry {
         try file.sync()
-        let hash = hasher.finish()
+        let hash = hasher.finalizeHex()
         try store.recordComplete(key: key, size: have, hash: hash)
         guard let entry = try store.entry(key: key) else { throw .invalidState("\(key): the entry vanished at completion") }
         return entry
