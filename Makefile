@@ -23,7 +23,7 @@ SWIFT ?= $(shell command -v swift 2>/dev/null || echo /opt/swift/usr/bin/swift)
 # the package index, pinned, in a virtual environment (python3-venv) under
 # .build: `make upnp-client`.
 APT_PACKAGES := pkg-config libavformat-dev libavcodec-dev libswresample-dev libavutil-dev \
-                libpulse-dev libdbus-1-dev libcurl4-openssl-dev ffmpeg util-linux pulseaudio pulseaudio-utils python3 \
+                libpulse-dev libdbus-1-dev libcurl4-openssl-dev libssl-dev ffmpeg util-linux pulseaudio pulseaudio-utils python3 \
                 dbus playerctl libglib2.0-bin openssl pipewire pipewire-pulse wireplumber pipewire-bin \
                 libsqlite3-dev sqlite3 mpd mpc python3-mpd python3-mutagen snapserver snapclient \
                 python3-websockets python3-selenium chromium chromium-driver python3-venv
@@ -200,8 +200,8 @@ fuzz: deps swift
 # A part that fails is recorded as failed (results/PART.json, unless the script
 # left one), the other parts still run, the report is still written, and make
 # exits non-zero at the end.
-BENCH_APT_PACKAGES := python3 mpv mpd mpc mpg123 hyperfine pulseaudio-utils time
-BENCH_PARTS := decode ringbuffer scaling pipeline latency footprint underruns scan server snapcast websocket pipewire
+BENCH_APT_PACKAGES := python3 mpv mpd mpc mpg123 hyperfine pulseaudio-utils time curl
+BENCH_PARTS := decode ringbuffer scaling pipeline latency footprint underruns scan server snapcast websocket pipewire offline
 BENCH_PULSE_DIR := $(PULSE_DIR)-bench
 bench: build
 	@$(MAKE) --no-print-directory deps APT_PACKAGES="$(APT_PACKAGES) $(BENCH_APT_PACKAGES)"

@@ -77,6 +77,13 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
+        // SHA-256 only (the offline store): libcurl's OpenSSL build links it already.
+        .systemLibrary(
+            name: "CCrypto",
+            path: "CShims/CCrypto",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
+        ),
         .systemLibrary(
             name: "CDBus",
             path: "CShims/CDBus",
@@ -130,10 +137,11 @@ let package = Package(
         ),
         // Offline copies (specs/offline.md): a folder of files indexed by
         // SQLite, on the package's one SQLite layer (HarmoniaSQLite's
-        // package-access calls); downloads through HarmoniaHTTP's libcurl.
+        // package-access calls); downloads through HarmoniaHTTP's libcurl;
+        // SHA-256 from libcrypto. It implements the application layer's OfflineCopiesPort (HarmoniaControl).
         .target(
             name: "HarmoniaOfflineStore",
-            dependencies: ["HarmoniaCore", "HarmoniaSQLite", "HarmoniaHTTP"]
+            dependencies: ["HarmoniaCore", "HarmoniaSQLite", "HarmoniaHTTP", "HarmoniaControl", "CCrypto"]
         ),
         // The application layer: the player's main loop, its commands and
         // event fan-out, and the JSON-lines transports; every way of driving

@@ -103,6 +103,12 @@ public final class FFmpegDecoderAdapter: DecoderPort {
         try session(handle).withLock { FFmpegTagReaderAdapter.tags(of: $0) }
     }
 
+    /// A session reading through a `ByteSource` asks it (an offline copy
+    /// reads from disk); any other (a file, FFmpeg's own protocols) leaves it to the URL.
+    public func readsMayStall(_ handle: DecodeHandle) -> Bool {
+        (try? session(handle).readsMayStall) ?? true
+    }
+
     public func close(_ handle: DecodeHandle) {
         let removed = sessions.withLock { $0.removeValue(forKey: handle) }
         removed?.cancelNetwork()  // a read waiting on the network returns first
@@ -140,6 +146,9 @@ private final class LockedSession: @unchecked Sendable {
 
     /// Ends a wait on the network now (any thread; the session then fails its read).
     func cancelNetwork() { networkIO?.cancel() }
+
+    /// Whether the session's source may stall (no lock: the source is immutable).
+    var readsMayStall: Bool { networkIO?.source.readsMayStall ?? true }
 
     func withLock<T, E: Error>(_ body: (FFmpegDecodeSession) throws(E) -> T) throws(E) -> T {
         try lock.withLock { () throws(E) -> T in try body(session) }

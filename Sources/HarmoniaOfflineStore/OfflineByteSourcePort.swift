@@ -119,5 +119,8 @@ final class OfflineFileSource: ByteSource, @unchecked Sendable {
 
     var isSeekable: Bool { true }
 
+    /// Reads come from the local disk.
+    var readsMayStall: Bool { false }
+
     func cancel() { lock.withLock { cancelled = true } }
 }

@@ -68,11 +68,16 @@ public struct OfflineDownloader: Sendable {
     ///   (404); `unsupported` (a text page, a radio stream, no declared
     ///   length); `ioError` (network gave up — the entry stays partial —,
     ///   disk full, the index). Nothing is ever left marked complete that is not whole.
-    public func add(url: String, key: String? = nil, progress: @escaping (OfflineProgress) -> Void = { _ in }) throws(CoreError) -> OfflineEntry {
+    ///
+    /// `cancelled` is polled at least once a second while the transfer runs
+    /// and before each retry: once it returns true, the download stops, the
+    /// entry kept partial, and `add` throws `invalidState`.
+    public func add(url: String, key: String? = nil, cancelled: @escaping () -> Bool = { false },
+                    progress: @escaping (OfflineProgress) -> Void = { _ in }) throws(CoreError) -> OfflineEntry {
         try Self.checkURL(url)
         let key = try OfflineKey.make(url: url, explicit: key)
         // Waits for another process downloading this key, so never nil.
-        return try download(url: url, key: key, pinned: true, wait: true, tap: DownloadTap(), progress: progress)!
+        return try download(url: url, key: key, pinned: true, wait: true, tap: DownloadTap(shouldStop: cancelled), progress: progress)!
     }
 
     /// The download of `key` on the calling thread: the entry made when
@@ -130,7 +135,8 @@ private struct Job {
     let tap: DownloadTap
     /// Bytes [0, have) of the file hold the resource as `validator` names it.
     var have: Int64
-    var hasher: BackgroundHasher
+    /// SHA-256 of bytes [0, have), fed on this thread (libcrypto keeps up with any transfer).
+    var hasher: SHA256
     var validator: String?
     var etag: String?
     var size: Int64?
@@ -166,7 +172,7 @@ private struct Job {
         }
         var seed = SHA256()
         try file.hash(upTo: have, into: &seed)
-        hasher = BackgroundHasher(seed: seed)
+        hasher = seed
         checkpoint = have
     }
 
@@ -194,7 +200,7 @@ private struct Job {
                                 body: { bytes in self.body(bytes, attempt: &attempt) },
                                 shouldStop: tap.shouldStop)
             if let failure = attempt.failure { throw giveUp(failure) }
-            if tap.shouldStop() { throw giveUp(.invalidState("\(url): the download was stopped")) }
+            if tap.shouldStop() { throw giveUp(.invalidState("\(url): the download was stopped; \(resumeHint)")) }
             if let reason = attempt.restart {
                 restarts += 1
                 guard restarts <= options.maxRestarts else {
@@ -331,7 +337,7 @@ private struct Job {
         }
         do throws(CoreError) {
             try file.write(bytes, at: have)
-            hasher.feed(bytes)
+            hasher.update(bytes)
             have += Int64(bytes.count)
             tap.written(have)
             if have - checkpoint >= options.checkpointBytes { try checkpointNow() }
@@ -360,7 +366,7 @@ private struct Job {
         try file.sync()
         have = 0
         checkpoint = 0
-        hasher = BackgroundHasher(seed: SHA256())
+        hasher = SHA256()
     }
 
     /// Drops what is held and forgets the validators (the next request has no Range).
@@ -375,7 +381,7 @@ private struct Job {
     /// Every byte is here: fsync, hash, and only then the row says complete.
     private mutating func finish() throws(CoreError) -> OfflineEntry {
         try file.sync()
-        let hash = hasher.finish()
+        let hash = hasher.finalizeHex()
         try store.recordComplete(key: key, size: have, hash: hash)
         guard let entry = try store.entry(key: key) else { throw .invalidState("\(key): the entry vanished at completion") }
         return entry

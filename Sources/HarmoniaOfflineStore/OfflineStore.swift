@@ -178,6 +178,29 @@ public final class OfflineStore: @unchecked Sendable {
         try removeOfflineFile(path(of: entry))
     }
 
+    /// Removes the entry whose key is `name`, or else every entry whose URL
+    /// is `name` (`offline remove`, `offline/remove`).
+    /// - Returns: the entries removed.
+    /// - Throws: `notFound` when no entry has this key or URL; `ioError`
+    ///   from the index or the folder.
+    public func remove(named name: String) throws(CoreError) -> [OfflineEntry] {
+        var found = try entry(key: name).map { [$0] } ?? []
+        if found.isEmpty { found = try entries(url: name) }
+        guard !found.isEmpty else { throw .notFound("no offline copy has this key or URL") }
+        for entry in found { try remove(entry) }
+        return found
+    }
+
+    /// The keys of the complete entries.
+    public func completeKeys() throws(CoreError) -> Set<String> {
+        try withDB { db in
+            let statement = try db.prepare("SELECT key FROM entry WHERE complete = 1")
+            var keys = Set<String>()
+            while try statement.step() { if let key = statement.text(0) { keys.insert(key) } }
+            return keys
+        }
+    }
+
     // MARK: Reconciling
 
     /// Makes the index say what the folder holds (specs/offline.md §Crashes):

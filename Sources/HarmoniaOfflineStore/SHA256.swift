@@ -1,106 +1,75 @@
-// SHA-256 (FIPS 180-4) for file names and content hashes — specs/offline.md §Keys, §Index
+// SHA-256 for file names and content hashes — specs/offline.md §Keys, §Index
 //
-// Written out here: the package has no crypto library, and the store needs
-// only this one digest (a key's file name; a copy's content at completion).
-// Not for secrets: no constant-time care is taken.
+// OpenSSL's libcrypto (CShims/CCrypto: its EVP digest calls, every one of
+// them in this file), which libcurl already links: it hashes at the speed of
+// the CPU's SHA extensions, so hashing a download never falls behind the
+// transfer (benchmarks/run-offline.sh). Not for secrets.
+import CCrypto
 
-/// An incremental SHA-256. Not thread-safe: one owner feeds it.
+/// An incremental SHA-256 with value semantics (a copy hashes on from the
+/// same state). Not thread-safe: one owner feeds it.
 struct SHA256 {
-    private var state: [UInt32] = [
-        0x6a09_e667, 0xbb67_ae85, 0x3c6e_f372, 0xa54f_f53a, 0x510e_527f, 0x9b05_688c, 0x1f83_d9ab, 0x5be0_cd19,
-    ]
-    private var pending: [UInt8] = []
-    private var length: UInt64 = 0
+    /// The digest state; copied before a write when shared.
+    private final class Context {
+        let pointer: OpaquePointer
 
-    private static let k: [UInt32] = [
-        0x428a_2f98, 0x7137_4491, 0xb5c0_fbcf, 0xe9b5_dba5, 0x3956_c25b, 0x59f1_11f1, 0x923f_82a4, 0xab1c_5ed5,
-        0xd807_aa98, 0x1283_5b01, 0x2431_85be, 0x550c_7dc3, 0x72be_5d74, 0x80de_b1fe, 0x9bdc_06a7, 0xc19b_f174,
-        0xe49b_69c1, 0xefbe_4786, 0x0fc1_9dc6, 0x240c_a1cc, 0x2de9_2c6f, 0x4a74_84aa, 0x5cb0_a9dc, 0x76f9_88da,
-        0x983e_5152, 0xa831_c66d, 0xb003_27c8, 0xbf59_7fc7, 0xc6e0_0bf3, 0xd5a7_9147, 0x06ca_6351, 0x1429_2967,
-        0x27b7_0a85, 0x2e1b_2138, 0x4d2c_6dfc, 0x5338_0d13, 0x650a_7354, 0x766a_0abb, 0x81c2_c92e, 0x9272_2c85,
-        0xa2bf_e8a1, 0xa81a_664b, 0xc24b_8b70, 0xc76c_51a3, 0xd192_e819, 0xd699_0624, 0xf40e_3585, 0x106a_a070,
-        0x19a4_c116, 0x1e37_6c08, 0x2748_774c, 0x34b0_bcb5, 0x391c_0cb3, 0x4ed8_aa4a, 0x5b9c_ca4f, 0x682e_6ff3,
-        0x748f_82ee, 0x78a5_636f, 0x84c8_7814, 0x8cc7_0208, 0x90be_fffa, 0xa450_6ceb, 0xbef9_a3f7, 0xc671_78f2,
-    ]
+        init() {
+            pointer = Self.required(EVP_MD_CTX_new(), "EVP_MD_CTX_new")
+            Self.check(EVP_DigestInit_ex(pointer, EVP_sha256(), nil), "EVP_DigestInit_ex")
+        }
+
+        init(copying other: Context) {
+            pointer = Self.required(EVP_MD_CTX_new(), "EVP_MD_CTX_new")
+            Self.check(EVP_MD_CTX_copy_ex(pointer, other.pointer), "EVP_MD_CTX_copy_ex")
+        }
+
+        deinit { EVP_MD_CTX_free(pointer) }
+
+        /// libcrypto fails these calls only when out of memory: as Swift's own allocations do, that stops the process.
+        static func check(_ result: Int32, _ function: String) {
+            precondition(result == 1, "libcrypto \(function) failed (out of memory)")
+        }
+
+        static func required(_ pointer: OpaquePointer?, _ function: String) -> OpaquePointer {
+            guard let pointer else { preconditionFailure("libcrypto \(function) failed (out of memory)") }
+            return pointer
+        }
+    }
+
+    private var context = Context()
 
     init() {}
 
     /// Adds `bytes` to the message.
     mutating func update(_ bytes: UnsafeRawBufferPointer) {
         guard let base = bytes.baseAddress, bytes.count > 0 else { return }
-        length &+= UInt64(bytes.count)
-        var index = 0
-        if !pending.isEmpty {
-            let take = min(64 - pending.count, bytes.count)
-            pending.append(contentsOf: UnsafeRawBufferPointer(start: base, count: take))
-            index = take
-            guard pending.count == 64 else { return }
-            let block = pending
-            block.withUnsafeBytes { compress($0.baseAddress!) }
-            pending.removeAll(keepingCapacity: true)
-        }
-        while bytes.count - index >= 64 {
-            compress(base + index)
-            index += 64
-        }
-        if index < bytes.count {
-            pending.append(contentsOf: UnsafeRawBufferPointer(start: base + index, count: bytes.count - index))
-        }
+        if !isKnownUniquelyReferenced(&context) { context = Context(copying: context) }
+        Context.check(EVP_DigestUpdate(context.pointer, base, bytes.count), "EVP_DigestUpdate")
     }
 
     mutating func update(_ bytes: [UInt8]) { bytes.withUnsafeBytes { update($0) } }
 
-    /// The digest as 64 lower-case hex digits; the hasher is spent after.
+    /// The digest of everything added, as 64 lowercase hex digits. The hasher starts over afterwards.
     mutating func finalizeHex() -> String {
-        let bits = length &* 8
-        var tail: [UInt8] = [0x80]
-        while (pending.count + tail.count) % 64 != 56 { tail.append(0) }
-        for shift in stride(from: 56, through: 0, by: -8) { tail.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift))) }
-        let saved = length
-        update(tail)
-        length = saved
+        if !isKnownUniquelyReferenced(&context) { context = Context(copying: context) }
+        var digest = [UInt8](repeating: 0, count: 32)
+        var length: UInt32 = 0
+        Context.check(EVP_DigestFinal_ex(context.pointer, &digest, &length), "EVP_DigestFinal_ex")
+        context = Context()
         let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        for word in state {
-            for shift in stride(from: 28, through: 0, by: -4) { out.append(digits[Int((word >> UInt32(shift)) & 0xF)]) }
+        var hex = [UInt8]()
+        hex.reserveCapacity(64)
+        for byte in digest.prefix(Int(length)) {
+            hex.append(digits[Int(byte >> 4)])
+            hex.append(digits[Int(byte & 0x0F)])
         }
-        return String(decoding: out, as: UTF8.self)
+        return String(decoding: hex, as: UTF8.self)
     }
 
-    /// The hex digest of `text`'s UTF-8 bytes.
+    /// The SHA-256 of `text`'s UTF-8 bytes, in hex.
     static func hex(of text: String) -> String {
         var hasher = SHA256()
         hasher.update(Array(text.utf8))
         return hasher.finalizeHex()
-    }
-
-    /// One 64-byte block at `block`. The schedule lives on the stack (no allocation per block).
-    private mutating func compress(_ block: UnsafeRawPointer) {
-        withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 64) { w in
-            Self.k.withUnsafeBufferPointer { k in
-                for i in 0..<16 {
-                    let p = block + 4 * i
-                    w[i] = UInt32(p.load(as: UInt8.self)) << 24 | UInt32((p + 1).load(as: UInt8.self)) << 16
-                        | UInt32((p + 2).load(as: UInt8.self)) << 8 | UInt32((p + 3).load(as: UInt8.self))
-                }
-                for i in 16..<64 {
-                    let a = w[i - 15], b = w[i - 2]
-                    let s0 = (a >> 7 | a << 25) ^ (a >> 18 | a << 14) ^ (a >> 3)
-                    let s1 = (b >> 17 | b << 15) ^ (b >> 19 | b << 13) ^ (b >> 10)
-                    w[i] = w[i - 16] &+ s0 &+ w[i - 7] &+ s1
-                }
-                var a = state[0], b = state[1], c = state[2], d = state[3], e = state[4], f = state[5], g = state[6], h = state[7]
-                for i in 0..<64 {
-                    let s1 = (e >> 6 | e << 26) ^ (e >> 11 | e << 21) ^ (e >> 25 | e << 7)
-                    let choice = (e & f) ^ (~e & g)
-                    let t1 = h &+ s1 &+ choice &+ k[i] &+ w[i]
-                    let s0 = (a >> 2 | a << 30) ^ (a >> 13 | a << 19) ^ (a >> 22 | a << 10)
-                    let majority = (a & b) ^ (a & c) ^ (b & c)
-                    h = g; g = f; f = e; e = d &+ t1; d = c; c = b; b = a; a = t1 &+ s0 &+ majority
-                }
-                state[0] &+= a; state[1] &+= b; state[2] &+= c; state[3] &+= d
-                state[4] &+= e; state[5] &+= f; state[6] &+= g; state[7] &+= h
-            }
-        }
     }
 }

@@ -43,6 +43,11 @@ public final class WebRemoteFrontend: PlayerFrontend, @unchecked Sendable {
         server.hub.broadcast(EventJSON.line(event, naming: dispatcher.naming).serialized, stamp: stamp.value)
     }
 
+    /// An offline download's event goes to every client authenticated now.
+    public func show(offline event: OfflineEvent) {
+        server.hub.broadcast(ControlOffline.line(event).serialized)
+    }
+
     /// Answers one request (main loop).
     func handle(_ request: WebRemoteHub.Request) -> EventInbox.JobOutcome {
         defer { server.hub.answered(request.client) }  // its next request queues behind the others'

@@ -27,7 +27,7 @@ struct DecodeCommand: ParsableCommand {
     var input: String
 
     func run() throws {
-        let decoder = network.decoder()
+        let decoder = network.decoder()  // the store when it exists; decode never caches
         do {
             let handle = try decoder.open(url: input)
             defer { decoder.close(handle) }

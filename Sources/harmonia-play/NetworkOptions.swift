@@ -52,11 +52,14 @@ struct NetworkOptions: ParsableArguments {
     }
 
     /// A decoder that reads http(s) with this policy, through the store
-    /// (and, with `cache` on, keeping what it streams). With `renewals`, a
+    /// (and, with `cache` on, keeping what it streams): `opened` when given
+    /// (`serve`'s, which downloads into it too), else `--store`'s or the
+    /// default one, opened when the first stream opens. With `renewals`, a
     /// refused link waits (up to the network timeout) for a control client's
     /// `renew`; without, it fails at once.
     func decoder(logger: any LoggerPort = NoopLoggerAdapter(), renewals: LinkRenewals? = nil,
-                 cache: CacheOptions? = nil, keys: OfflineKeyPolicy = OfflineKeyPolicy()) -> FFmpegDecoderAdapter {
+                 cache: CacheOptions? = nil, keys: OfflineKeyPolicy = OfflineKeyPolicy(),
+                 opened: OfflineStore? = nil) -> FFmpegDecoderAdapter {
         var configuration = self.configuration
         if let renewals {
             let timeout = configuration.networkTimeout
@@ -67,7 +70,7 @@ struct NetworkOptions: ParsableArguments {
         let store = self.store
         // The store is opened (and made) when the first stream opens, not for a play of local files.
         let source = DeferredByteSourcePort(handling: network) { () -> any ByteSourcePort in
-            guard let offline = Self.openStore(store, create: settings.limit > 0) else { return network }
+            guard let offline = opened ?? Self.openStore(store, create: settings.limit > 0) else { return network }
             return OfflineByteSourcePort(store: offline, network: network, keys: keys, cache: settings)
         }
         return FFmpegDecoderAdapter(logger: logger, networkTimeout: configuration.networkTimeout,
@@ -78,7 +81,7 @@ struct NetworkOptions: ParsableArguments {
     /// The offline store to play from: `--store DIR` (made when missing; a
     /// store that cannot be opened is reported in one line and the network
     /// used), else the default folder when it holds an index (made only
-    /// when `create`: the cache is on).
+    /// when `create`: the cache is on, or `serve`).
     static func openStore(_ store: String?, create: Bool) -> OfflineStore? {
         let directory = store ?? OfflineStore.defaultDirectory()
         if store == nil, !create, !FileManager.default.fileExists(atPath: directory + "/index.sqlite") { return nil }
@@ -88,6 +91,18 @@ struct NetworkOptions: ParsableArguments {
             Console.report(directory, error)
             return nil
         }
+    }
+
+    /// The store's downloads (the control protocol's `offline/add`) under
+    /// this network policy and `keys`: the store `openStore` gives, made at
+    /// the default folder when `createDefault` (`serve`).
+    func offlineCopies(createDefault: Bool = false, keys: OfflineKeyPolicy) -> OfflineStoreCopies? {
+        guard let opened = Self.openStore(store, create: createDefault) else { return nil }
+        var options = OfflineDownloadOptions()
+        options.http = configuration
+        options.giveUpAfter = configuration.networkTimeout
+        options.http.stallTimeout = min(options.http.stallTimeout, configuration.networkTimeout)
+        return OfflineStoreCopies(store: opened, options: options, keys: keys)
     }
 }
 

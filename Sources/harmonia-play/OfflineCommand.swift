@@ -91,7 +91,7 @@ struct OfflineAddCommand: ParsableCommand {
             let bar = isatty(2) == 1 ? OfflineProgressBar() : nil
             for url in good {
                 do throws(CoreError) {
-                    let entry = try downloader.add(url: url, key: key) { bar?.show($0) }
+                    let entry = try downloader.add(url: url, key: key, progress: { bar?.show($0) })
                     bar?.finish()
                     Console.out("offline: \(Console.oneLine(entry.key)): \(entry.size ?? 0) bytes, complete")
                 } catch {
@@ -138,23 +138,7 @@ struct OfflineListCommand: ParsableCommand {
         }
     }
 
-    static func json(_ entry: OfflineEntry) -> JSONValue {
-        func text(_ value: String?) -> JSONValue { value.map(JSONValue.string) ?? .null }
-        return .object([
-            ("key", .string(entry.key)), ("url", .string(entry.url)),
-            ("size", entry.size.map(JSONValue.int) ?? .null), ("held", .int(entry.held)),
-            ("complete", .bool(entry.complete)), ("pinned", .bool(entry.pinned)),
-            ("added", .string(isoTime(entry.added))), ("last_played", entry.lastPlayed.map { .string(isoTime($0)) } ?? .null),
-            ("etag", text(entry.etag)), ("last_modified", text(entry.lastModified)),
-            ("sha256", text(entry.contentHash)), ("file", .string(entry.fileName)),
-        ])
-    }
-
-    static func isoTime(_ seconds: Double) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        return formatter.string(from: Date(timeIntervalSince1970: seconds))
-    }
+    static func json(_ entry: OfflineEntry) -> JSONValue { ControlOffline.copy(OfflineStoreCopies.copy(entry)) }
 }
 
 struct OfflineRemoveCommand: ParsableCommand {
@@ -176,10 +160,7 @@ struct OfflineRemoveCommand: ParsableCommand {
         var failed = false
         for name in names {
             do throws(CoreError) {
-                var found = try store.entry(key: name).map { [$0] } ?? []
-                if found.isEmpty { found = try store.entries(url: name) }
-                guard !found.isEmpty else { throw CoreError.notFound("no entry has this key or URL") }
-                for entry in found { try store.remove(entry) }
+                _ = try store.remove(named: name)
             } catch {
                 Console.report(name, error)
                 failed = true
@@ -215,18 +196,15 @@ struct OfflineVerifyCommand: ParsableCommand {
 
 /// The progress bar on a terminal (stderr): bytes, rate, time left. One thread.
 final class OfflineProgressBar {
-    private var started = monotonicSeconds()
-    private var startBytes: Int64 = 0
+    private var meter = TransferMeter()
     private var drawn = false
 
     func show(_ progress: OfflineProgress) {
         switch progress {
         case .started(_, _, let have, _):
-            started = monotonicSeconds()
-            startBytes = have
+            meter = TransferMeter(bytes: have)
         case .bytes(let key, let have, let total):
-            let elapsed = max(0.001, monotonicSeconds() - started)
-            let rate = Double(max(0, have - startBytes)) / elapsed
+            let rate = meter.rate(bytes: have)
             let left = rate > 0 ? Double(max(0, total - have)) / rate : 0
             let percent = total > 0 ? Int(Double(have) * 100 / Double(total)) : 0
             let name = String(Console.oneLine(key).suffix(30))

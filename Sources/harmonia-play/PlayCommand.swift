@@ -6,6 +6,7 @@ import HarmoniaControl
 import HarmoniaCore
 import HarmoniaFFmpeg
 import HarmoniaLinux
+import HarmoniaOfflineStore
 import HarmoniaPulseAudio
 import HarmoniaSnapcast
 import Logging
@@ -271,8 +272,10 @@ struct PlayCommand: ParsableCommand {
         let renewals = remoteControlled ? LinkRenewals() : nil
         let keys = cache.keys
         if let key { try keys.name(url: inputs[0], key: key) }
+        // A controlled player answers offline/*: the store's downloads, when it has a store.
+        let offline = remoteControlled ? network.offlineCopies(keys: keys) : nil
         let decoder = network.decoder(logger: SwiftLogLoggerAdapter(label: "harmonia.ffmpeg", level: logLevel), renewals: renewals,
-                                      cache: cache, keys: keys)
+                                      cache: cache, keys: keys, opened: offline?.store)
         factory.decoder = decoder
         let service = factory.makePlaybackService()
         if volume != 100 { service.setVolume(Float(volume / 100)) }
@@ -305,8 +308,11 @@ struct PlayCommand: ParsableCommand {
         if machine {
             // A client that went away is a failed write, not a fatal signal.
             signal(SIGPIPE, SIG_IGN)
+            // offline/* download into the store playback reads (none without one).
+            let downloads = offline.map { OfflineDownloads(port: $0) }
+            if let downloads { player.add(downloads) }
             let dispatcher = ControlDispatcher(service: service, actions: actions,
-                                               readInfo: FFmpegTagReaderAdapter().readWithStreamInfo(url:))
+                                               readInfo: FFmpegTagReaderAdapter().readWithStreamInfo(url:), offline: downloads)
             let session = ControlSession(dispatcher: dispatcher, transport: control, json: json)
             controlServer = session.server
             player.add(session)

@@ -8,6 +8,7 @@ import HarmoniaFFmpeg
 import HarmoniaLibrary
 import HarmoniaLinux
 import HarmoniaMPD
+import HarmoniaOfflineStore
 import HarmoniaPulseAudio
 import HarmoniaSQLite
 import HarmoniaSnapcast
@@ -70,7 +71,7 @@ struct ServeCommand: ParsableCommand {
     @OptionGroup(title: "Web remote")
     var web: WebRemoteOptions
 
-    @OptionGroup(title: "Network")
+    @OptionGroup(title: "Network and offline copies")
     var network: NetworkOptions
 
     @OptionGroup(title: "Stream cache")
@@ -132,8 +133,12 @@ struct ServeCommand: ParsableCommand {
         let serviceLogger: any LoggerPort = logLevel <= .info
             ? SwiftLogLoggerAdapter(label: "harmonia", level: logLevel) : NoopLoggerAdapter()
         var factory = CoreFactory(output: factoryOutput, configuration: configuration, logger: serviceLogger)
+        // A URL whose offline copy is complete plays from the store (made at
+        // the default folder when missing), which offline/* downloads into.
+        let keys = cache.keys
+        let offline = network.offlineCopies(createDefault: true, keys: keys)
         let decoder = network.decoder(logger: SwiftLogLoggerAdapter(label: "harmonia.ffmpeg", level: logLevel),
-                                      cache: cache, keys: cache.keys)
+                                      cache: cache, keys: keys, opened: offline?.store)
         factory.decoder = decoder
         let service = factory.makePlaybackService()
         let actions = PlayerActions(service: service)
@@ -146,8 +151,10 @@ struct ServeCommand: ParsableCommand {
         // One dispatcher for the Unix socket and WebSocket clients: `uri`s
         // relative to the music directory and confined to it, and the library.
         let library = ControlLibrary(store: store, musicDirectory: musicDirectory, requestUpdate: { updater.requestUpdate() })
+        let downloads = offline.map { OfflineDownloads(port: $0) }  // offline/*, off the main loop
+        if let downloads { player.add(downloads) }
         let dispatcher = ControlDispatcher(service: service, actions: actions, readInfo: tagReader.readWithStreamInfo(url:),
-                                           library: library)
+                                           library: library, offline: downloads)
         let listening = try listens.tracker()
         // `listens/recent` reads the history (socket and WebSocket clients, the web remote).
         if let store = listening?.store { dispatcher.recentListens = { (limit) throws(CoreError) in try store.history(limit: limit) } }

@@ -10,7 +10,7 @@ public final class ServeProcess {
     public let port: Int
     public let folder: String
 
-    /// Starts `serve` on `music` with its database, state and stored playlists in `folder`
+    /// Starts `serve` on `music` with its database, state, stored playlists and offline store in `folder`
     /// and waits until its MPD port listens.
     /// - Parameters:
     ///   - extra: more arguments (they may repeat an option: the last wins).
@@ -18,7 +18,8 @@ public final class ServeProcess {
     public init(music: String, folder: String, extra: [String] = [], environment: [String: String]? = nil) throws {
         self.folder = folder
         process = try LineProcess.harmoniaPlay(["serve", "--music-dir", music, "--database", folder + "/library.sqlite",
-                                                "--state", folder + "/state.json", "--playlist-dir", folder + "/playlists", "--output", "null",
+                                                "--state", folder + "/state.json", "--playlist-dir", folder + "/playlists",
+                                                "--store", folder + "/offline", "--output", "null",
                                                 "--mpd-listen", "127.0.0.1:0", "--listen", "off", "--quiet"] + extra,
                                                environment: environment)
         guard let line = process.stderr.take(timeout: 20, where: { $0.contains("MPD protocol on 127.0.0.1:") })?.line,

@@ -5,7 +5,8 @@ Starts `harmonia-play serve --listen 127.0.0.1:0` on a generated music tree,
 opens the page in headless Chromium (Debian's, driven by Selenium), works its
 controls and checks the player's side through the WebSocket protocol: the
 playing title, pause and play, a click on the Position bar, Next and Previous,
-repeat and shuffle, search and Add, the queue's buttons, Volume; phone and
+repeat and shuffle, search and Add, the queue's buttons, an offline copy's
+entry (it reads 'Offline copy'), Volume; phone and
 desktop screenshots; a server restart on the same port.
 
 Usage: remote_browser_test.py HARMONIA_PLAY [--artifacts DIR]
@@ -104,7 +105,7 @@ class Server:
         self.port = None
         command = [binary, "serve", "--music-dir", music, "--database", os.path.join(folder, "library.sqlite"),
                    "--state", os.path.join(folder, "state.json"), "--mpd-listen", "off", "--output", "null",
-                   "--listen", f"127.0.0.1:{port}", *extra]
+                   "--listen", f"127.0.0.1:{port}", "--store", os.path.join(folder, "store"), *extra]
         self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                         stderr=subprocess.PIPE, text=True, errors="replace")
         threading.Thread(target=self._read, daemon=True).start()
@@ -164,6 +165,39 @@ class Protocol:
 
     def status(self):
         return self("status")
+
+
+def offline_check(play, page, music):
+    """offline/add of a song served over HTTP on loopback, queue/add of its URL: the page's entry reads
+    'Offline copy' (text inside the entry's button, so it is in its accessible name); offline/remove clears it."""
+    import functools
+    import http.server
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=music)
+    handler.log_message = lambda *args: None
+    http_server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=http_server.serve_forever, daemon=True).start()
+    try:
+        folder, name = SONGS[0][0], SONGS[0][1]
+        url = f"http://127.0.0.1:{http_server.server_address[1]}/" + "/".join(
+            part.replace(" ", "%20") for part in (folder + "/" + name).split("/"))
+        play("offline/add", url=url)
+        wait_until("the offline copy complete (offline/list)",
+                   lambda: any(e["key"] == url and e["complete"] for e in play("offline/list")["entries"]))
+        play("queue/add", uri=url)
+        entry = lambda: next((li for li in page.queue_items() if li.get_attribute("data-offline") == "true"), None)
+        li = wait_until("a queue entry marked offline on the page", entry)
+        button = li.find_element("css selector", "button")
+        name = page.driver.execute_script("return arguments[0].textContent", button)
+        if "Offline copy" not in name or not play("queue/items")["items"][-1]["offline"]:
+            raise Failure(f"the offline entry's button reads '{name}'; queue/items: {play('queue/items')['items'][-1]}")
+        passed("a queued URL with a complete offline copy reads 'Offline copy' in its entry (queue/items: offline true): "
+               + page.screenshot("desktop-offline-copy.png"))
+        play("offline/remove", key=url)
+        wait_until("the offline mark gone after offline/remove", lambda: entry() is None)
+        play("queue/remove", index=len(play("queue/items")["items"]) - 1)  # its server goes away below
+        passed("offline/remove clears the entry's 'Offline copy'")
+    finally:
+        http_server.shutdown()
 
 
 # MARK: - The browser
@@ -398,6 +432,9 @@ def run(binary, artifacts):
         wait_until("the removed entry gone", lambda: len(play("queue/items")["items"]) == 2)
         wait_until("two entries in the page's queue", lambda: len(page.queue_items()) == 2)
         passed("the queue's buttons move, jump to and remove entries")
+
+        # An offline copy: its queue entry says so in words ("Offline copy"), not only with a mark
+        offline_check(play, page, music)
 
         # Volume
         volume = page.slider("Volume")

@@ -99,6 +99,7 @@ class Server:
 
 def serve(folder, *extra):
     return Server(["serve", "--music-dir", MUSIC, "--database", os.path.join(WORK, "library.sqlite"),
+                   "--store", os.path.join(WORK, "offline"),
                    "--state", os.path.join(WORK, folder, "state.json"), "--mpd-listen", "off", "--output", "null",
                    "--quiet"] + list(extra))
 
@@ -460,7 +461,8 @@ async def tokens():
 
 async def generated_token():
     """Beyond loopback without --token: a token is made once (0600 in the state folder) and printed once."""
-    server = Server(["serve", "--music-dir", MUSIC, "--database", os.path.join(WORK, "library.sqlite"), "--state",
+    server = Server(["serve", "--music-dir", MUSIC, "--database", os.path.join(WORK, "library.sqlite"),
+                   "--store", os.path.join(WORK, "offline"), "--state",
                      os.path.join(WORK, "wide", "state.json"), "--mpd-listen", "off", "--output", "null", "--quiet",
                      "--listen", "0.0.0.0:0"])
     try:
@@ -479,7 +481,8 @@ async def generated_token():
         port = server.port
     finally:
         server.stop()
-    again = Server(["serve", "--music-dir", MUSIC, "--database", os.path.join(WORK, "library.sqlite"), "--state",
+    again = Server(["serve", "--music-dir", MUSIC, "--database", os.path.join(WORK, "library.sqlite"),
+                   "--store", os.path.join(WORK, "offline"), "--state",
                     os.path.join(WORK, "wide", "state.json"), "--mpd-listen", "off", "--output", "null", "--quiet",
                     "--listen", f"0.0.0.0:{port}"])
     try:
@@ -529,6 +532,7 @@ async def tls():
     finally:
         server.stop()
     bad = subprocess.run([BINARY, "serve", "--music-dir", MUSIC, "--database", os.path.join(WORK, "library.sqlite"),
+                   "--store", os.path.join(WORK, "offline"),
                           "--state", "off", "--mpd-listen", "off", "--output", "null", "--listen", "127.0.0.1:0",
                           "--tls-cert", key, "--tls-key", cert], capture_output=True, text=True, timeout=TIMEOUT)
     check(bad.returncode == 1 and "TLS" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1, f"bad TLS files: {bad.returncode} {bad.stderr!r}")

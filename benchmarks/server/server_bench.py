@@ -170,6 +170,7 @@ class OurServer:
         """Starts serve on a new database; returns (t0, port)."""
         stderr_path = os.path.join(self.dir, "stderr")
         argv = [self.binary, "serve", "--music-dir", self.music, "--database", os.path.join(self.dir, "library.sqlite"),
+                "--store", os.path.join(self.dir, "offline"),
                 "--state", "off", "--output", "null", "--mpd-listen", "127.0.0.1:0", "--listen", "off", "--quiet"]
         with open(stderr_path, "w") as err:
             t0 = time.monotonic()

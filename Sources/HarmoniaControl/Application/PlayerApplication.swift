@@ -41,6 +41,9 @@ public protocol PlayerFrontend: AnyObject {
     func interrupted()
     /// The run is over; release what `open` and `start` took.
     func shutdown()
+    /// An event of the offline downloads (`OfflineDownloads`), to every
+    /// client connected when it is shown (it has no `EventStamp`).
+    func show(offline event: OfflineEvent)
 }
 
 extension PlayerFrontend {
@@ -53,6 +56,7 @@ extension PlayerFrontend {
     public func takeStopRequest() -> Bool { false }
     public func interrupted() {}
     public func shutdown() {}
+    public func show(offline event: OfflineEvent) {}
 }
 
 /// The player: plays a queue on `service` and serves its frontends until the
@@ -124,6 +128,15 @@ public final class PlayerApplication: @unchecked Sendable {
         // The run may end with the job still queued: then run it here.
         if let value = box.wait(orUntil: { self.finished }) { return value }
         return body()
+    }
+
+    /// Shows `event` to every frontend, on the main loop (posted as a job).
+    /// Threads: any.
+    public func announce(offline event: OfflineEvent) {
+        inbox.post(.job { [self] in
+            for frontend in frontends { frontend.show(offline: event) }
+            return .continue
+        })
     }
 
     /// Adds a frontend; call before `run`.

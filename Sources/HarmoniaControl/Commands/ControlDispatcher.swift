@@ -15,6 +15,9 @@ public final class ControlDispatcher {
     /// The newest listens of the play history, at most N, newest first
     /// (`listens/recent`); nil with no history. Set before the run starts.
     public var recentListens: ((Int) throws(CoreError) -> [ListenRecord])?
+    /// The offline store's downloads (`offline/*`, queue entries' `offline`);
+    /// nil when the player has none.
+    public let offline: OfflineDownloads?
 
     /// What a line led to: the reply to send, and whether the player must quit.
     public struct Outcome {
@@ -26,19 +29,21 @@ public final class ControlDispatcher {
         "play", "pause", "toggle", "stop", "seek", "volume", "mute", "next", "previous", "jump", "status",
         "queue/items", "queue/add", "queue/remove", "queue/move", "queue/clear", "repeat", "single", "shuffle",
         "info", "cover", "renew", "listens/recent", "quit",
-    ] + ControlLibrary.commands
+    ] + ControlLibrary.commands + ControlOffline.commands
 
     /// - Parameter readInfo: what `info` reads a file with (the player gives
     ///   FFmpeg's tag reader; the fuzz target one that opens nothing).
     /// - Parameter library: the music library (`serve`); nil for the plain
     ///   player, where a `uri` is a path or URL as given.
+    /// - Parameter offline: the offline store's downloads; nil without a store.
     public init(service: DefaultPlaybackService, actions: PlayerActions,
                 readInfo: @escaping (String) throws(CoreError) -> (tags: TagBundle, stream: StreamInfo),
-                library: ControlLibrary? = nil) {
+                library: ControlLibrary? = nil, offline: OfflineDownloads? = nil) {
         self.service = service
         self.actions = actions
         self.readInfo = readInfo
         self.library = library
+        self.offline = offline
     }
 
     /// How tracks are named to clients as `uri` (under `serve`); nil for the plain player.
@@ -131,10 +136,20 @@ public final class ControlDispatcher {
         case "status":
             return status()
         case "queue/items":
-            return .object([("index", index()), ("items", .array(service.queue.map { EventJSON.track($0, naming: naming) }))])
+            let entry = queueEntry()
+            return .object([("index", index()), ("items", .array(service.queue.map(entry)))])
         case "queue/add":
             let uri = try args.string("uri")
             guard !uri.isEmpty else { throw CoreError.invalidArgument(("queue/add: 'uri' is empty")) }
+            let key = try args.optionalString("key")
+            if let key {
+                guard !key.isEmpty else { throw CoreError.invalidArgument("queue/add: 'key' is empty") }
+                let lower = uri.lowercased()
+                guard lower.hasPrefix("http://") || lower.hasPrefix("https://") else {
+                    throw CoreError.invalidArgument("queue/add: 'key' names an offline copy of an http(s) URL; '\(uri.prefix(80))' is none")
+                }
+                offline?.port.useKey(key, forURL: uri)  // before the track can open
+            }
             // Under serve a folder queues its songs.
             let tracks = try library?.tracks(for: uri) ?? [Track(url: uri)]
             let at: Int
@@ -146,7 +161,7 @@ public final class ControlDispatcher {
                 at = service.queue.count
                 service.enqueue(tracks)
             }
-            var result: [(String, JSONValue)] = [("index", .int(Int64(at))), ("track", EventJSON.track(tracks[0], naming: naming))]
+            var result: [(String, JSONValue)] = [("index", .int(Int64(at))), ("track", queueEntry()(tracks[0]))]
             if tracks.count > 1 { result.append(("count", .int(Int64(tracks.count)))) }
             return .object(result)
         case "queue/remove":
@@ -225,6 +240,8 @@ public final class ControlDispatcher {
             return .object([("listens", .array(try recentListens(Int(limit)).map(EventJSON.listenData)))])
         case "quit":
             return .null
+        case _ where command.hasPrefix("offline/"):
+            return try ControlOffline.execute(command, args, downloads: offline)
         case _ where command.hasPrefix("library/"):
             guard let library else {
                 throw CoreError.unsupported("\(command.prefix(40)): this player has no library (run harmonia-play serve --music-dir DIR)")
@@ -258,7 +275,7 @@ public final class ControlDispatcher {
             ("volume", EventJSON.percent(service.volume)),
             ("muted", .bool(actions.isMuted)),
             ("index", index()),
-            ("track", service.currentTrack.map { EventJSON.track($0, naming: naming) } ?? .null),
+            ("track", service.currentTrack.map(queueEntry()) ?? .null),
             ("count", .int(Int64(service.queue.count))),
             ("repeat", .string(service.repeatMode.rawValue)),
             ("single", .string(actions.singleMode.rawValue)),
@@ -268,6 +285,15 @@ public final class ControlDispatcher {
             members.append(("stream_title", .string(title)))  // a radio's heard title
         }
         return .object(members)
+    }
+
+    /// Formats queue entries for answers: a track with `offline`, whether it
+    /// plays from a complete copy (one read of the store's index per answer).
+    private func queueEntry() -> (Track) -> JSONValue {
+        let keys = offline?.completeKeys() ?? []
+        return { [naming, offline] track in
+            EventJSON.track(track, naming: naming, offline: offline?.isOffline(track.url, in: keys) ?? false)
+        }
     }
 
     private func index() -> JSONValue { service.currentIndex.map { .int(Int64($0)) } ?? .null }

@@ -97,8 +97,9 @@ public enum EventJSON {
 
     /// id, url, title, artist, album, duration (null when unknown).
     /// A track; with `naming`, also its `uri` (what `queue/add` and the
-    /// library call it).
-    public static func track(_ track: Track, naming: Naming? = nil) -> JSONValue {
+    /// library call it); with `offline` (queue entries in answers), whether
+    /// it plays from a complete offline copy.
+    public static func track(_ track: Track, naming: Naming? = nil, offline: Bool? = nil) -> JSONValue {
         func optional(_ s: String?) -> JSONValue { s.map(JSONValue.string) ?? .null }
         var members: [(String, JSONValue)] = [
             ("id", .string(track.id.uuidString)),
@@ -112,6 +113,7 @@ public enum EventJSON {
             ("album", optional(track.album)),
             ("duration", track.duration.map(number) ?? .null),
         ]
+        if let offline { members.append(("offline", .bool(offline))) }
         return .object(members)
     }
 

@@ -46,6 +46,13 @@ public final class ControlSession: PlayerFrontend, @unchecked Sendable {
         server?.broadcast(line.serialized, stamp: stamp)
     }
 
+    /// Writes an offline download's event to every listener connected now.
+    public func show(offline event: OfflineEvent) {
+        let text = ControlOffline.line(event).serialized
+        if eventsOnStdout { Console.out(text) }
+        server?.broadcast(text)
+    }
+
     /// Answers one message (main loop).
     func handle(_ message: ControlMessage) -> EventInbox.JobOutcome {
         switch message {

@@ -66,10 +66,19 @@ public protocol ByteSource: AnyObject, Sendable {
     var size: Int64? { get }
     /// Whether any byte can be reached without reading from the start.
     var isSeekable: Bool { get }
+    /// Whether a read may wait on a network (true, the default) or comes
+    /// from a local disk (an offline copy): the playback service then reads
+    /// the first frames in the control call, as it does for a file.
+    var readsMayStall: Bool { get }
 
     /// Ends the waits of `read` and `seek`, now and later: they throw
     /// `invalidState`. Any thread; idempotent.
     func cancel()
+}
+
+extension ByteSource {
+    /// A network source's reads may stall.
+    public var readsMayStall: Bool { true }
 }
 
 /// Opens `ByteSource`s for the URLs it handles.

@@ -64,6 +64,12 @@ public protocol DecoderPort: AnyObject, Sendable {
     /// - Throws: `invalidState` for a closed or unknown handle.
     func tags(_ handle: DecodeHandle) throws(CoreError) -> TagBundle?
 
+    /// Whether a read of `handle` may wait on a network: the service reads
+    /// the first frames in a control call only from sources that do not
+    /// (a local file by its URL, or a source that says so: an offline copy).
+    /// The default: true (the URL alone decides).
+    func readsMayStall(_ handle: DecodeHandle) -> Bool
+
     /// Sends the network events of every source this decoder opens (the
     /// source's URL, the event: reconnects, station metadata, stream titles)
     /// to `handler`, on a thread of the decoder's; it must return quickly.
@@ -74,6 +80,9 @@ public protocol DecoderPort: AnyObject, Sendable {
 extension DecoderPort {
     /// This decoder does not read tags: nil.
     public func tags(_ handle: DecodeHandle) throws(CoreError) -> TagBundle? { nil }
+
+    /// The URL alone decides.
+    public func readsMayStall(_ handle: DecodeHandle) -> Bool { true }
 
     /// This decoder reports no network events.
     public func observeNetwork(_ handler: @escaping @Sendable (String, NetworkEvent) -> Void) {}

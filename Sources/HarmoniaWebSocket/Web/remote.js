@@ -173,6 +173,10 @@ const events = {
   queue_changed() { refresh(); },
   track_ended() { loadListens(); },
   listen() { loadListens(); },
+  // A copy finished or was removed: the queue's offline marks change.
+  offline_done() { refresh(); },
+  offline_removed() { refresh(); },
+  offline_error(d) { notify("Offline copy failed: " + d.message); },
   error(d) { notify(d.message); },
   stream_title(d) { state.player.radio = d; renderNow(); },
 };
@@ -329,7 +333,15 @@ function renderQueue() {
     jump.dataset.action = "jump";
     if (i === current) jump.setAttribute("aria-current", "true");
     jump.append(element("span", "number", String(i + 1)));
-    li.append(rowText(jump, title, byline(track), track.duration),
+    rowText(jump, title, byline(track), track.duration);
+    if (track.offline) {
+      // Said in words, not only shown: a screen reader reads "Offline copy" with the entry's button.
+      li.dataset.offline = "true";
+      const saved = element("span", "saved", "Offline copy");
+      saved.title = "Plays from the offline copy, without the network";
+      jump.append(saved);
+    }
+    li.append(jump,
               iconButton("up", "Move up " + title, "up", i === 0),
               iconButton("down", "Move down " + title, "down", i === items.length - 1),
               iconButton("remove", "Remove " + title, "remove"));

@@ -145,9 +145,10 @@ extension DefaultPlaybackService {
     /// Decodes the first frames right away (in a control call), so sound can
     /// start before the decode thread's next pass. Not for network sources:
     /// their reads may stall, and a control call must not hold the engine
-    /// lock through a stall (the decode thread reads with it released).
+    /// lock through a stall (the decode thread reads with it released). An
+    /// http URL read from an offline copy on disk is no network source.
     func prefill() {
-        guard let decoding, Self.isLocal(decoding.track.url) else { return }
+        guard let decoding, Self.isLocal(decoding.track.url) || !decoder.readsMayStall(decoding.handle) else { return }
         let target = timeline.written + Int64(configuration.prefillFrames)
         while timeline.written < target, pending == nil, step(unlockForRead: false) == .again {}
     }
