@@ -14,6 +14,9 @@ public enum PulseTestServer {
     public static var address: String? { directory.map { "unix:\($0)/native" } }
     /// Whether the server is PipeWire through pipewire-pulse (HARMONIA_SOUND_SERVER=pipewire).
     public static var isPipeWire: Bool { ProcessInfo.processInfo.environment["HARMONIA_SOUND_SERVER"] == "pipewire" }
+    /// Whether the tests run under ThreadSanitizer (`make test-tsan` sets
+    /// HARMONIA_TSAN): tests whose point is not concurrency may skip it.
+    public static var underThreadSanitizer: Bool { ProcessInfo.processInfo.environment["HARMONIA_TSAN"] == "1" }
     /// The server's name, for test output.
     public static var name: String { isPipeWire ? "PipeWire" : "PulseAudio" }
     static var script: String {
