@@ -29,7 +29,7 @@ renderer and the file server stay on 127.0.0.1.
 Usage (the venv of `make upnp-client`): upnp_bench.py --ours HARMONIA_PLAY
 --file FLAC --work DIR --out JSON [--runs N] [--sink NAME] [--gmr-address IP]
 """
-import argparse, asyncio, json, os, re, shutil, socket, statistics, subprocess, sys, threading, time, uuid
+import argparse, asyncio, json, os, random, re, shutil, socket, statistics, subprocess, sys, threading, time, uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..", "..")
@@ -140,9 +140,15 @@ def start_ours(binary, sink, work):
 
 
 def free_port(address):
-    with socket.socket() as s:
-        s.bind((address, 0))
-        return s.getsockname()[1]
+    """A port gmediarender accepts (49152-65535) that is free on ADDRESS now."""
+    for port in random.sample(range(49152, 65536), 50):
+        with socket.socket() as s:
+            try:
+                s.bind((address, port))
+                return port
+            except OSError:
+                continue
+    raise RuntimeError(f"no free port in 49152-65535 on {address}")
 
 
 def start_gmediarender(address, sink, work):
