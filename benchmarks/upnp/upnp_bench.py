@@ -29,7 +29,7 @@ renderer and the file server stay on 127.0.0.1.
 Usage (the venv of `make upnp-client`): upnp_bench.py --ours HARMONIA_PLAY
 --file FLAC --work DIR --out JSON [--runs N] [--sink NAME] [--gmr-address IP]
 """
-import argparse, asyncio, json, os, random, re, shutil, socket, statistics, subprocess, sys, threading, time, uuid
+import argparse, asyncio, json, os, random, re, shutil, signal, socket, statistics, subprocess, sys, threading, time, uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..", "..")
@@ -249,6 +249,8 @@ def main():
     parser.add_argument("--sink", default="harmonia_null")
     parser.add_argument("--gmr-address", help="the non-loopback address gmediarender listens on (none: not measured)")
     a = parser.parse_args()
+    # run-upnp.sh's `timeout` sends SIGTERM: leave through the finally blocks, which stop the renderers.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     os.makedirs(a.work, exist_ok=True)
     served = os.path.join(a.work, "served")
     shutil.rmtree(served, ignore_errors=True)
