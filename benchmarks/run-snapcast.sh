@@ -12,15 +12,7 @@ for tool in /usr/bin/snapserver /usr/bin/mpd; do
 done
 release_harmonia_play
 # The same music as footprint's (a chord with tremolo over quiet pink noise), 30 s.
-flac=$WORK/snapcast-30s.flac
-if [ ! -s "$flac" ]; then
-  ffmpeg -nostdin -hide_banner -loglevel error -y \
-    -f lavfi -i "aevalsrc=0.2*sin(2*PI*220*t)*(0.6+0.4*sin(2*PI*0.3*t))+0.15*sin(2*PI*330*t)+0.1*sin(2*PI*440.5*t):s=44100:d=30" \
-    -f lavfi -i "anoisesrc=d=30:c=pink:r=44100:a=0.05" \
-    -filter_complex "[0][1]amix=inputs=2:normalize=0,aformat=channel_layouts=stereo" \
-    -c:a flac -sample_fmt s16 "$flac.tmp.flac"
-  mv "$flac.tmp.flac" "$flac"
-fi
+flac=$(make_flac snapcast-30s.flac 30)
 ensure_pulse snapcast
 trap stop_own_pulse EXIT
 /usr/bin/python3 benchmarks/snapcast/snapcast_bench.py --ours "$HARMONIA_PLAY" --file "$flac" --length 30 \

@@ -13,14 +13,15 @@ release_harmonia_play() {
   test -x "$HARMONIA_PLAY"
 }
 
-# A 10-minute stereo 44.1 kHz 16-bit FLAC: a chord with slow tremolo over quiet
-# pink noise (compresses like music, not like a pure sine). $1 = file name in .work.
+# A stereo 44.1 kHz 16-bit FLAC: a chord with slow tremolo over quiet pink
+# noise (compresses like music, not like a pure sine), sound from its first
+# frame. $1 = file name in .work, $2 = seconds (default 600, 10 minutes).
 make_flac() {
-  local out="$WORK/$1"
+  local out="$WORK/$1" seconds=${2:-600}
   if [ ! -s "$out" ]; then
     ffmpeg -nostdin -hide_banner -loglevel error -y \
-      -f lavfi -i "aevalsrc=0.2*sin(2*PI*220*t)*(0.6+0.4*sin(2*PI*0.3*t))+0.15*sin(2*PI*330*t)+0.1*sin(2*PI*440.5*t):s=44100:d=600" \
-      -f lavfi -i "anoisesrc=d=600:c=pink:r=44100:a=0.05" \
+      -f lavfi -i "aevalsrc=0.2*sin(2*PI*220*t)*(0.6+0.4*sin(2*PI*0.3*t))+0.15*sin(2*PI*330*t)+0.1*sin(2*PI*440.5*t):s=44100:d=$seconds" \
+      -f lavfi -i "anoisesrc=d=$seconds:c=pink:r=44100:a=0.05" \
       -filter_complex "[0][1]amix=inputs=2:normalize=0,aformat=channel_layouts=stereo" \
       -c:a flac -sample_fmt s16 "$out.tmp.flac"
     mv "$out.tmp.flac" "$out"
