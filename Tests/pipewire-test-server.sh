@@ -90,6 +90,14 @@ wait_for() {  # CONDITION-COMMAND WHAT
   return 1
 }
 
+show_logs() {  # the last lines each daemon wrote, for a failure far from this machine
+  local name
+  for name in pipewire wireplumber pipewire-pulse; do
+    echo "--- $name ($(running "$name" && echo running || echo not running)), last lines of $dir/$name.log:" >&2
+    tail -n 15 "$dir/$name.log" >&2 2>/dev/null || true
+  done
+}
+
 pipewire_socket() { [ -S "$dir/runtime/pipewire-0" ]; }
 sink_ready() { timeout 5 pactl list short sinks 2>/dev/null | grep -q harmonia_null; }
 
@@ -103,9 +111,22 @@ start() {
   PIPEWIRE_DEBUG="${PIPEWIRE_DEBUG:-2,pw.node:3}" launch pipewire pipewire
   wait_for pipewire_socket "pipewire"
   launch wireplumber wireplumber
-  launch pipewire-pulse pipewire-pulse
-  wait_for answers "pipewire-pulse"
-  wait_for sink_ready "the null sink"
+  # pipewire-pulse came up in ~0.2 s in every local run, yet once in CI it
+  # did not answer within 10 s of a restart (its logs were gone with the
+  # machine): a second launch, after a hard stop of the first, before giving
+  # up, and the logs' tails on stderr when it does.
+  local attempt
+  for attempt in 1 2; do
+    launch pipewire-pulse pipewire-pulse
+    if wait_for answers "pipewire-pulse" 2>/dev/null; then break; fi
+    if [ "$attempt" = 2 ] || ! running pipewire; then
+      echo "pipewire-test-server: pipewire-pulse did not come up; see the logs in $dir" >&2
+      show_logs; return 1
+    fi
+    echo "pipewire-test-server: pipewire-pulse did not answer within 10 s; launching it again" >&2
+    stop_one pipewire-pulse
+  done
+  wait_for sink_ready "the null sink" || { show_logs; return 1; }
   pactl set-default-sink harmonia_null >/dev/null 2>&1 || true
 }
 
