@@ -169,6 +169,20 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
             paused = false
             if stream == nil { try openStream() }
             setPlaying(true)
+            // A new stream started with nothing to play yet (a network
+            // stream still buffering): the server's first request found the
+            // ring empty, and it asks again only once it has played
+            // something. As after a flush, the producer pushes the first
+            // frames in itself, rather than leave them for the timing
+            // timer's next tick (up to 100 ms later).
+            if let rt, let stream, rt.streamFramesWritten == rt.streamOrigin, rt.ring.readableFrames == 0,
+               rt.replayFrom >= rt.replayTo, !rt.refilling {
+                rt.refilling = true
+                refillPending.store(true, ordering: .releasing)
+                // Frames that arrived as the flag was set are pushed now.
+                let writable = pa_stream_writable_size(stream)
+                if rt.ring.readableFrames > 0, writable > 0, writable != Int.max { rt.fill(stream, writable) }
+            }
         }
     }
 

@@ -2,7 +2,7 @@
 // checked on what the sink actually played: specs/realtime.md §PulseAudioOutputAdapter.
 import Foundation
 import HarmoniaCore
-import HarmoniaPulseAudio
+@testable import HarmoniaPulseAudio
 import HarmoniaTestSupport
 import Testing
 
@@ -272,7 +272,11 @@ struct PulseAudioBehaviourTests {
         try output.start()
         try waitUntilHeard(output, Int64(half))                   // the ring ran dry: silence now
         MonotonicClockAdapter().sleep(nanoseconds: 300_000_000)
-        #expect(output.underrunCount == 1)
+        // One underrun: the ring's. On a loaded machine a late callback can
+        // starve the server too, before or after; each such gap is counted
+        // and reported as well (the server's underflow notice), so the test
+        // asks for at least one, and below for no gap that is not counted.
+        #expect(output.underrunCount >= 1)
         #expect(await reported.value == 1, "reported as an event, off the real-time thread")
         #expect(output.framesPlayed == Int64(half), "silence is not counted as heard")
         let rest = Array(signal[(half * 2)...])
@@ -282,12 +286,11 @@ struct PulseAudioBehaviourTests {
         output.stop()
         let recording = try recorder.finish()
         let runs = loudRuns(recording, channels: 2).filter { $0.count > 1 }
-        #expect(runs.count == 2)
-        if runs.count == 2 {
-            let played = Array(recording[(runs[0].start * 2)..<((runs[0].start + runs[0].count) * 2)])
-                + Array(recording[(runs[1].start * 2)..<((runs[1].start + runs[1].count) * 2)])
-            #expect(played.elementsEqual(signal), "every frame, once, in order, around the gap")
-        }
+        let counted = output.underrunCount
+        #expect(runs.count >= 2, "a gap where the ring ran dry")
+        #expect(runs.count <= counted + 1, "every gap counted: \(runs.count - 1) gaps, \(counted) underruns")
+        let played = runs.flatMap { recording[($0.start * 2)..<(($0.start + $0.count) * 2)] }
+        #expect(played.elementsEqual(signal), "every frame, once, in order, around the gaps")
     }
 
     @Test("started before any audio: silence until the first frames, then all of them")
@@ -306,6 +309,26 @@ struct PulseAudioBehaviourTests {
         let recording = try recorder.finish()
         let start = SinkRecorder.offset(of: signal, in: recording, channels: 2)
         #expect(start.map { recording[($0 * 2)...].starts(with: signal) } == true)
+    }
+
+    /// A network stream starts its output before the first frames are
+    /// decoded. The server's first request found the ring empty and it asks
+    /// again only once it has played something, so the first frames must go
+    /// to it as they are written, not at the timing timer's next tick (which
+    /// made an http URL's first sound up to 100 ms late, one start in two).
+    @Test("started before any audio: the first frames reach the server as they are written")
+    func startedEmptyPushesFirstFrames() throws {
+        let output = PulseAudioOutputAdapter(options: pulseOptions(latency: latency))  // the default sink
+        try output.configure(sampleRate: Double(rate), channels: 2)
+        try output.start()                                         // nothing written yet
+        let frames = rate / 10
+        let signal = counterSignal(frames: frames, channels: 2)
+        #expect(output.write(signal, frameCount: frames) == frames)
+        let sent = output.withMainloopLock { output.rt?.streamFramesWritten ?? -1 }
+        #expect(sent == Int64(frames), "handed to the server by write() itself")
+        output.drain()
+        #expect(output.framesPlayed == Int64(frames))
+        output.stop()
     }
 
     @Test("server lost mid-play: an error event, reconnection, and every frame heard in the end")
