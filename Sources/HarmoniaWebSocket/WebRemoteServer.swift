@@ -55,7 +55,7 @@ public final class WebRemoteServer: @unchecked Sendable {
             .childChannelOption(ChannelOptions.recvAllocator,
                                 value: AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 2048, maximum: 16 << 10))
             .childChannelOption(ChannelOptions.writeBufferWaterMark,
-                                value: WriteBufferWaterMark(low: configuration.maxOutboxBytes / 2, high: configuration.maxOutboxBytes))
+                                value: ChannelOptions.Types.WriteBufferWaterMark(low: configuration.maxOutboxBytes / 2, high: configuration.maxOutboxBytes))
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try Self.configure(channel, tls: tls, hub: hub, configuration: configuration, log: log)
@@ -131,7 +131,7 @@ public final class WebRemoteServer: @unchecked Sendable {
         guard let certificate = configuration.tlsCertificate, let key = configuration.tlsKey else { return nil }
         do {
             let chain = try NIOSSLCertificate.fromPEMFile(certificate).map { NIOSSLCertificateSource.certificate($0) }
-            let configuration = TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .file(key))
+            let configuration = TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem)))
             return try NIOSSLContext(configuration: configuration)
         } catch {
             throw .ioError("web remote: cannot use the TLS certificate '\(certificate)' and key '\(key)' (\(Self.describe(error))): give PEM files")
