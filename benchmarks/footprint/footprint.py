@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """Footprint while playing a 10-minute FLAC (and the same music as MP3) in real
-time through PulseAudio.
+time through the sound server $PULSE_SERVER names: the private PulseAudio
+(benchmarks/run-footprint.sh) or a private PipeWire, whose pipewire,
+pipewire-pulse and WirePlumber are the server then
+(benchmarks/run-footprint-pipewire.sh).
 
 For each round and file: harmonia-play, then mpv, then MPD (a fresh private
 daemon per run, driven by mpc), and harmonia-play at a 50 ms latency (FLAC).
@@ -53,20 +56,39 @@ def vm_hwm_mib(pid):
     raise RuntimeError("no VmHWM")
 
 
-def server_pid():
+def server_pids():
+    """The sound server's processes, found from $PULSE_SERVER's folder: the
+    PulseAudio test server's daemon (runtime/pid), or the PipeWire test
+    server's pipewire, pipewire-pulse and WirePlumber (NAME.pid); [] if unknown."""
     s = os.environ.get("PULSE_SERVER", "")
-    if s.startswith("unix:") and s.endswith("/native"):
+    if not (s.startswith("unix:") and s.endswith("/native")):
+        return []
+    folder = os.path.dirname(s[5:])
+    files = [os.path.join(folder, f"{name}.pid") for name in ("pipewire", "pipewire-pulse", "wireplumber")]
+    if not os.path.exists(files[1]):
+        files = [os.path.join(folder, "runtime", "pid")]
+    pids = []
+    for path in files:
         try:
-            with open(os.path.join(os.path.dirname(s[5:]), "runtime", "pid")) as f:
-                return int(f.read().split()[0])
-        except (OSError, ValueError):
-            return None
-    return None
+            with open(path) as f:
+                pids.append(int(f.read().split()[0]))
+        except (OSError, ValueError, IndexError):
+            return []
+    return pids
 
 
-def safe_cpu(pid):
+def server_name():
+    s = os.environ.get("PULSE_SERVER", "")
+    folder = os.path.dirname(s[5:]) if s.startswith("unix:") else ""
+    if folder and os.path.exists(os.path.join(folder, "pipewire-pulse.pid")):
+        return "PipeWire (pipewire + pipewire-pulse + WirePlumber)"
+    return "PulseAudio server"
+
+
+def safe_cpu(pids):
+    """Whole-window CPU seconds of the server's processes, or None."""
     try:
-        return cpu_seconds(pid) if pid else None
+        return sum(cpu_seconds(pid) for pid in pids) if pids else None
     except OSError:
         return None
 
@@ -83,7 +105,7 @@ def stop(proc):
 
 def run_process(argv, seconds, label):
     """Start argv, let it play `seconds`, sample, stop. Returns (cpu s, rss MiB, server cpu s)."""
-    spid = server_pid()
+    spid = server_pids()
     s0 = safe_cpu(spid)
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, start_new_session=True)
@@ -106,9 +128,13 @@ def run_process(argv, seconds, label):
     return measurement(cpu, rss, s0, s1, c5, c20, s5, s20)
 
 
-def safe_threads(pid):
+def safe_threads(pids):
+    """On-CPU nanoseconds of every thread of the server's processes (thread ids are unique), or None."""
     try:
-        return thread_ns(pid) if pid else None
+        out = {}
+        for pid in pids:
+            out.update(thread_ns(pid))
+        return out if pids else None
     except OSError:
         return None
 
@@ -163,7 +189,7 @@ def run_mpd(flac, seconds, work):
         mpc("update", "--wait")
         mpc("clear")
         mpc("add", name)
-        spid = server_pid()
+        spid = server_pids()
         s0, c0 = safe_cpu(spid), cpu_seconds(proc.pid)
         t0 = time.monotonic()
         mpc("play")
@@ -199,7 +225,9 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--work", default="benchmarks/.work")
     ap.add_argument("--out", default="benchmarks/results/footprint.json")
+    ap.add_argument("--part", default="footprint", help="the results' part name (footprint-pipewire on PipeWire)")
     a = ap.parse_args()
+    server = server_name()
 
     files = [("FLAC", a.file)] + ([("MP3", a.mp3)] if a.mp3 else [])
     programs = {}
@@ -265,7 +293,7 @@ def main():
             if not peer:
                 continue
             if o["both_steady"] is not None and st["both_steady"]:
-                headline.append({"label": f"CPU, player + PulseAudio server, steady playback of {fmt_name} vs {key[0]}",
+                headline.append({"label": f"CPU, player + {server}, steady playback of {fmt_name} vs {key[0]}",
                                  "ratio": round(o["both_steady"] / st["both_steady"], 2), "target": 1.0,
                                  "lower_is_better": True})
                 notes.append(f"{fmt_name}, seconds {STEADY:g}–{a.seconds:g}: harmonia-play {o['steady_cpu_s']:.3f} s "
@@ -295,12 +323,12 @@ def main():
     method = (
         f"A 10-minute stereo 44.1 kHz 16-bit FLAC (generated with ffmpeg)"
         + (" and the same music as a 192 kbit/s MP3" if a.mp3 else "")
-        + f", each played in real time through the private PulseAudio server (a float32 48 kHz null sink) for "
+        + f", each played in real time through the private {server} (a float32 48 kHz null sink) for "
         f"exactly {a.seconds:g} s by each program, in rounds of harmonia-play (release build, `--quiet`), mpv "
         f"(`--no-config --no-video --ao=pulse`), MPD (a fresh private daemon per run, pulse output, driven by mpc) "
         f"and harmonia-play `--latency 50` (FLAC, for the notes); {n} rounds, figures are medians. "
         f"Steady playback is seconds {STEADY:g} to {a.seconds:g} of the window: on-CPU nanoseconds of each thread "
-        f"of the player and of the PulseAudio daemon (/proc/PID/task/TID/schedstat), start-up excluded for every "
+        f"of the player and of every server process (/proc/PID/task/TID/schedstat), start-up excluded for every "
         f"program; the server's share is the work it does for that one client (resampling to 48 kHz, mixing), "
         f"so the targets compare player + server. The whole-window CPU time (utime+stime from /proc/PID/stat, "
         f"{1000 / TICK:g} ms resolution) starts at process start for harmonia-play and mpv (start-up included: "
@@ -309,7 +337,8 @@ def main():
         f"same libraries, is not counted); it is given for information, without a target. Peak RSS is VmHWM "
         f"from /proc/PID/status at the end of the window. Ratios are ours ÷ peer (lower is better), from the "
         f"medians of the same rounds.")
-    out = {"part": "footprint", "title": "Footprint: 20 s of a 10-minute FLAC and MP3 in real time",
+    title = "Footprint: 20 s of a 10-minute FLAC and MP3 in real time" + (" on PipeWire" if "PipeWire" in server else "")
+    out = {"part": a.part, "title": title,
            "method": method,
            "columns": ["Program", "CPU time, whole window (s)", f"player CPU {STEADY:g}–{a.seconds:g} s (s)",
                        f"server CPU {STEADY:g}–{a.seconds:g} s (s)", "player + server, steady (s)",
