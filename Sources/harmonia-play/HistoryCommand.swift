@@ -84,9 +84,7 @@ struct ListensSubmitCommand: ParsableCommand {
     var tokenFile: String?
 
     func validate() throws {
-        if let listenBrainzURL, !ListenOptions.isAPIRoot(listenBrainzURL) {
-            throw ValidationError("--listenbrainz-url must be an http(s) URL (the API root, e.g. https://api.listenbrainz.org)")
-        }
+        try ListenOptions.validate(listensDB: listensDB, listenBrainzURL: listenBrainzURL)
     }
 
     func run() throws {

@@ -24,7 +24,12 @@ struct ListenOptions: ParsableArguments {
     var tokenFile: String?
 
     func validate() throws {
-        if let listenBrainzURL, !Self.isAPIRoot(listenBrainzURL) {
+        try Self.validate(listensDB: listensDB, listenBrainzURL: listenBrainzURL)
+    }
+
+    /// The checks `play`, `serve` and `listens submit` make of the options they share.
+    static func validate(listensDB: String?, listenBrainzURL: String?) throws {
+        if let listenBrainzURL, !isAPIRoot(listenBrainzURL) {
             throw ValidationError("--listenbrainz-url must be an http(s) URL (the API root, e.g. https://api.listenbrainz.org)")
         }
         if listensDB?.isEmpty == true { throw ValidationError("--listens-db needs a file name") }

@@ -214,6 +214,15 @@ import Testing
         #expect(try Self.history(folder).first?["state"] as? String == "delivered")
     }
 
+    @Test("listens submit checks its options as play does: an empty --listens-db and a non-http URL are usage errors (exit 2)")
+    func submitOptions() throws {
+        let folder = Self.folder()
+        let empty = try Self.run(["listens", "submit", "--listens-db", ""], folder)
+        #expect(empty.status == 2 && empty.stderrText.contains("--listens-db needs a file name"), "\(empty.stderrText)")
+        let ftp = try Self.run(["listens", "submit", "--listens-db", folder + "/listens.sqlite", "--listenbrainz-url", "ftp://x"], folder)
+        #expect(ftp.status == 2 && ftp.stderrText.contains("--listenbrainz-url must be an http(s) URL"), "\(ftp.stderrText)")
+    }
+
     @Test("kill -9 after the listen was recorded, before delivery: the next submit delivers it, once")
     func killedBeforeDelivery() throws {
         let folder = Self.folder()
