@@ -18,7 +18,7 @@ struct UPnPControlPointTests {
             return
         }
         // Bounded: the script bounds every wait; `timeout` bounds the whole.
-        let result = try ProcessRunner.run("/usr/bin/timeout", ["300", Self.python, Self.script, ProcessRunner.productsDirectory + "/harmonia-play"])
+        let result = try ProcessRunner.run("/usr/bin/timeout", ["--kill-after=10", "300", Self.python, Self.script, ProcessRunner.productsDirectory + "/harmonia-play"])
         #expect(result.status == 0, "\(result.stdoutText.suffix(4000))\n\(result.stderrText.suffix(3000))")
         #expect(result.stdoutText.contains(" passed, 0 failed"))
         print(result.stdoutText, terminator: "")

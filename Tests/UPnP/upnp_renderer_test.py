@@ -70,8 +70,11 @@ def sine_wav(path, seconds, rate=44100):
 
 def serve_files(root, log):
     """The fixtures over http on 127.0.0.1 (Range, lengths): the process and its base URL."""
+    # Its stderr to a file, not ours: a process left behind must not hold the
+    # caller's pipes open (the caller reads them to their end).
     files = subprocess.Popen([sys.executable, os.path.join(ROOT, "Tests", "Network", "fault_server.py"), "--root", root,
-                              "--log", log], stdout=subprocess.PIPE, text=True)
+                              "--log", log], stdout=subprocess.PIPE, stderr=open(log + ".stderr", "w"),
+                             stdin=subprocess.DEVNULL, text=True)
     return files, f"http://127.0.0.1:{int(files.stdout.readline())}"
 
 
@@ -546,6 +549,9 @@ async def gapless(binary, files_base, work):
 
 
 if __name__ == "__main__":
+    # SIGTERM (the caller's `timeout`) leaves through the finally blocks,
+    # which stop the renderer and the file server.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(124))
     try:
         asyncio.run(main(sys.argv[1]))
     except AssertionError as failure:
