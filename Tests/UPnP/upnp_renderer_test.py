@@ -107,17 +107,26 @@ class SSDPWatcher:
 class Renderer:
     def __init__(self, binary, work, ssdp_port, output="null"):
         os.makedirs(work, exist_ok=True)
-        self.log = open(os.path.join(work, "serve.log"), "w+")
+        # The renderer writes its own open file; we read through another. One
+        # shared file (and offset) let our seek(0) make its next line
+        # overwrite the first, and the line we waited for never came.
+        log_path = os.path.join(work, "serve.log")
+        self.log_writer = open(log_path, "w")
+        self.log = open(log_path)
         os.makedirs(os.path.join(work, "music"), exist_ok=True)
         self.proc = subprocess.Popen(
             [binary, "serve", "--music-dir", os.path.join(work, "music"), "--database", os.path.join(work, "db.sqlite"),
              "--state", os.path.join(work, "state", "state.json"), "--mpd-listen", "127.0.0.1:0", "--listen", "off",
              "--output", output, "--upnp", "--upnp-listen", "127.0.0.1:0", "--upnp-ssdp-port", str(ssdp_port or "off"),
              "--upnp-name", "Harmonia test"],
-            stdout=subprocess.DEVNULL, stderr=self.log, stdin=subprocess.DEVNULL)
-        self.location = self.wait_line(r"UPnP renderer \"Harmonia test\" on (http://\S+)")
-        self.mpd_port = int(self.wait_line(r"MPD protocol on 127\.0\.0\.1:(\d+)"))
-        self.uuid = open(os.path.join(work, "state", "upnp-uuid")).read().strip()
+            stdout=subprocess.DEVNULL, stderr=self.log_writer, stdin=subprocess.DEVNULL)
+        try:
+            self.location = self.wait_line(r"UPnP renderer \"Harmonia test\" on (http://\S+)")
+            self.mpd_port = int(self.wait_line(r"MPD protocol on 127\.0\.0\.1:(\d+)"))
+            self.uuid = open(os.path.join(work, "state", "upnp-uuid")).read().strip()
+        except BaseException:
+            self.stop()  # not left running after a failed start
+            raise
 
     def wait_line(self, pattern, timeout=30):
         deadline = time.monotonic() + timeout
@@ -129,6 +138,7 @@ class Renderer:
             if self.proc.poll() is not None:
                 break
             time.sleep(0.05)  # polling a log file: the condition is the line
+        self.log.seek(0)
         raise AssertionError(f"no line {pattern!r}; log:\n{self.log.read()[-2000:]}")
 
     def mpd(self, *commands):
@@ -159,6 +169,7 @@ class Renderer:
                 self.proc.kill()
                 self.proc.wait()
         self.log.close()
+        self.log_writer.close()
 
 
 async def until(dmr, predicate, what, timeout=10, poll=True):
@@ -281,7 +292,12 @@ async def main(binary):
     files, files_base = serve_files(served, os.path.join(work, "files.log"))
     ssdp_port = free_udp_port()
     watcher = SSDPWatcher(ssdp_port)
-    renderer = Renderer(binary, work, ssdp_port)
+    try:
+        renderer = Renderer(binary, work, ssdp_port)
+    except BaseException:
+        files.terminate()
+        files.wait()
+        raise
     requester = AiohttpRequester()
     notify_server = AiohttpNotifyServer(requester, source=("127.0.0.1", 0))
     try:
