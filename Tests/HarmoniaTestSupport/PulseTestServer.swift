@@ -40,6 +40,17 @@ public enum PulseTestServer {
         return environment
     }
 
+    /// PipeWire's graph-lateness lines in its log so far ("client too slow",
+    /// "XRun": `pw.node` at info level, Tests/pipewire-test-server.sh;
+    /// rate-limited, so at least one per burst); 0 on PulseAudio. The graph
+    /// runs at SCHED_FIFO, above every test and player thread: a late cycle
+    /// means the machine itself stalled.
+    public static func graphLateCycleLines() -> Int {
+        guard isPipeWire, let directory, let log = FileManager.default.contents(atPath: directory + "/pipewire.log") else { return 0 }
+        return String(decoding: log, as: UTF8.self).split(separator: "\n")
+            .filter { $0.contains("client too slow") || $0.contains("XRun") }.count
+    }
+
     /// Runs pactl against the test server.
     @discardableResult
     public static func pactl(_ arguments: [String]) throws -> String {
@@ -96,20 +107,13 @@ public final class SinkRecorder: @unchecked Sendable {
     /// burst); 0 on PulseAudio. A late cycle can drop or delay a cycle of
     /// what a monitor records, so a recording made across one proves
     /// nothing about exactness either way.
-    public var graphLateCycles: Int { Self.lateCycleLines() - lateCyclesAtStart }
-
-    private static func lateCycleLines() -> Int {
-        guard PulseTestServer.isPipeWire, let directory = PulseTestServer.directory,
-              let log = FileManager.default.contents(atPath: directory + "/pipewire.log") else { return 0 }
-        return String(decoding: log, as: UTF8.self).split(separator: "\n")
-            .filter { $0.contains("client too slow") || $0.contains("XRun") }.count
-    }
+    public var graphLateCycles: Int { PulseTestServer.graphLateCycleLines() - lateCyclesAtStart }
 
     /// Loads the sink at `rate`/`channels` (float32le) and starts recording
     /// it; on PipeWire, returns once the first frames (silence) arrive.
     public init(rate: Int, channels: Int, channelMap: String? = nil) throws {
         guard let directory = PulseTestServer.directory else { throw FixtureError("HARMONIA_PULSE_DIR is not set") }
-        lateCyclesAtStart = Self.lateCycleLines()
+        lateCyclesAtStart = PulseTestServer.graphLateCycleLines()
         let id = UUID().uuidString.prefix(8).lowercased()
         sinkName = "rec_\(id)"
         self.channels = channels
