@@ -21,12 +21,13 @@ SWIFT ?= $(shell command -v swift 2>/dev/null || echo /opt/swift/usr/bin/swift)
 # (chromium, chromium-driver, python3-selenium). The UPnP renderer is driven
 # by async-upnp-client (Home Assistant's and Music Assistant's library), from
 # the package index, pinned, in a virtual environment (python3-venv) under
-# .build: `make upnp-client`.
+# .build: `make upnp-client`; its multi-interface SSDP test makes veth
+# interfaces (iproute2) in a network namespace of its own (unshare, util-linux).
 APT_PACKAGES := pkg-config libavformat-dev libavcodec-dev libswresample-dev libavutil-dev \
                 libpulse-dev libdbus-1-dev libcurl4-openssl-dev libssl-dev ffmpeg util-linux pulseaudio pulseaudio-utils python3 \
                 dbus playerctl libglib2.0-bin openssl pipewire pipewire-pulse wireplumber pipewire-bin \
                 libsqlite3-dev sqlite3 mpd mpc python3-mpd python3-mutagen snapserver snapclient \
-                python3-websockets python3-selenium chromium chromium-driver python3-venv
+                python3-websockets python3-selenium chromium chromium-driver python3-venv iproute2
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 LSAN_SUPPRESSIONS := $(CURDIR)/Tests/lsan-suppressions.txt
 DEMO_FILE := Tests/Fixtures/audio/flac_s16_stereo_44k.flac

@@ -73,21 +73,21 @@ public final class UPnPFrontend: PlayerFrontend, @unchecked Sendable {
         server.subscriptions.publish(service: UPnPServiceSpec.connectionManager.name, variables: [
             ("SourceProtocolInfo", ""), ("SinkProtocolInfo", renderer.sinkProtocolInfo), ("CurrentConnectionIDs", "0"),
         ])
-        let interface: String
+        let interfaces: [SSDPInterface]
         do {
-            interface = try Self.announcedAddress(configuration.host)
+            interfaces = try Self.announcedInterfaces(configuration.host)
         } catch {
             server.shutdown()
             throw error
         }
-        let location = "http://\(interface.contains(":") ? "[\(interface)]" : interface):\(server.port)\(UPnPDescription.path)"
-        announce("UPnP renderer \"\(configuration.friendlyName)\" on \(location)")
-        if !Self.isLoopback(configuration.host) {
-            announce("UPnP: anyone who reaches \(configuration.host):\(server.port) can make this player fetch and play http(s) URLs, pause, seek, stop and set the volume")
+        let port = server.port
+        let location: @Sendable (SSDPInterface) -> String = {
+            "http://\($0.address.contains(":") ? "[\($0.address)]" : $0.address):\(port)\(UPnPDescription.path)"
         }
+        var announced = interfaces
         if let ssdpPort = configuration.ssdpPort {
-            let ssdp = SSDPAnnouncer(interface: interface, port: ssdpPort, location: location, uuid: configuration.uuid,
-                                     interval: configuration.announceInterval, group: server.group)
+            let ssdp = SSDPAnnouncer(interfaces: interfaces, port: ssdpPort, uuid: configuration.uuid,
+                                     interval: configuration.announceInterval, group: server.group, location: location)
             do {
                 try ssdp.start()
             } catch {
@@ -95,6 +95,17 @@ public final class UPnPFrontend: PlayerFrontend, @unchecked Sendable {
                 throw error
             }
             self.ssdp = ssdp
+            announced = ssdp.announcedInterfaces
+        }
+        for interface in announced {
+            announce("UPnP renderer \"\(configuration.friendlyName)\" on \(location(interface))")
+        }
+        let left = Set(interfaces.map(\.name)).subtracting(announced.map(\.name)).sorted()
+        if !left.isEmpty {
+            announce("UPnP: not announced on \(left.joined(separator: ", ")): the SSDP group could not be joined there")
+        }
+        if !Self.isLoopback(configuration.host) {
+            announce("UPnP: anyone who reaches \(configuration.host):\(server.port) can make this player fetch and play http(s) URLs, pause, seek, stop and set the volume")
         }
     }
 
@@ -122,15 +133,33 @@ public final class UPnPFrontend: PlayerFrontend, @unchecked Sendable {
         server?.shutdown()
     }
 
-    /// The address put in LOCATION: the listen address, or for 0.0.0.0 the
-    /// first IPv4 address of an interface that is not loopback.
-    static func announcedAddress(_ host: String) throws(CoreError) -> String {
-        guard host == "0.0.0.0" else { return host }
+    /// The interfaces announced on: for 0.0.0.0 every interface with an
+    /// IPv4 address that is not loopback and takes multicast (a LAN card, a
+    /// Wi-Fi card, a container bridge: each is told its own LOCATION);
+    /// otherwise the interface that holds the listen address.
+    /// - Throws: `ioError` for 0.0.0.0 on a machine with no such interface.
+    static func announcedInterfaces(_ host: String) throws(CoreError) -> [SSDPInterface] {
         let devices = (try? System.enumerateDevices()) ?? []
-        guard let address = devices.compactMap({ $0.address?.ipAddress }).first(where: { !$0.contains(":") && !$0.hasPrefix("127.") }) else {
-            throw .ioError("UPnP: --upnp-listen 0.0.0.0 but this machine has no IPv4 address beyond loopback to announce")
+        let ipv4 = devices.compactMap { device -> (device: NIONetworkDevice, address: String)? in
+            guard let address = device.address, address.protocol == .inet, let text = address.ipAddress else { return nil }
+            return (device, text)
         }
-        return address
+        guard host == "0.0.0.0" else {
+            guard let found = ipv4.first(where: { $0.address == host }) else {
+                // Not an IPv4 address of an interface (an IPv6 listen
+                // address): SSDPAnnouncer refuses it in one line.
+                return [SSDPInterface(index: 0, name: host, address: host)]
+            }
+            return [SSDPInterface(index: found.device.interfaceIndex, name: found.device.name, address: host)]
+        }
+        var seen = Set<Int>()  // an interface's first address only
+        let interfaces = ipv4.filter { !$0.address.hasPrefix("127.") && $0.device.multicastSupported }
+            .filter { seen.insert($0.device.interfaceIndex).inserted }
+            .map { SSDPInterface(index: $0.device.interfaceIndex, name: $0.device.name, address: $0.address) }
+        guard !interfaces.isEmpty else {
+            throw .ioError("UPnP: --upnp-listen 0.0.0.0 but this machine has no IPv4 interface beyond loopback that takes multicast to announce on")
+        }
+        return interfaces
     }
 
     static func isLoopback(_ host: String) -> Bool { host.hasPrefix("127.") || host == "::1" }

@@ -16,7 +16,6 @@ import math
 import os
 import re
 import shutil
-import signal
 import socket
 import struct
 import subprocess
@@ -32,6 +31,7 @@ from async_upnp_client.client_factory import UpnpFactory
 from async_upnp_client.exceptions import UpnpActionError
 from async_upnp_client.profiles.dlna import DmrDevice, TransportState
 from async_upnp_client.search import async_search
+from upnp_test_support import ServeProcess, check, run_checks
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -39,15 +39,6 @@ FIXTURES = os.path.join(ROOT, "Tests", "Fixtures")
 GROUP = "239.255.255.250"
 DEVICE_TYPE = "urn:schemas-upnp-org:device:MediaRenderer:1"
 AVT = "urn:schemas-upnp-org:service:AVTransport:1"
-passed = 0
-
-
-def check(condition, what):
-    global passed
-    if not condition:
-        raise AssertionError(what)
-    passed += 1
-    print(f"ok: {what}", flush=True)
 
 
 def free_udp_port():
@@ -104,42 +95,17 @@ class SSDPWatcher:
         return None
 
 
-class Renderer:
+class Renderer(ServeProcess):
     def __init__(self, binary, work, ssdp_port, output="null"):
-        os.makedirs(work, exist_ok=True)
-        # The renderer writes its own open file; we read through another. One
-        # shared file (and offset) let our seek(0) make its next line
-        # overwrite the first, and the line we waited for never came.
-        log_path = os.path.join(work, "serve.log")
-        self.log_writer = open(log_path, "w")
-        self.log = open(log_path)
-        os.makedirs(os.path.join(work, "music"), exist_ok=True)
-        self.proc = subprocess.Popen(
-            [binary, "serve", "--music-dir", os.path.join(work, "music"), "--database", os.path.join(work, "db.sqlite"),
-             "--state", os.path.join(work, "state", "state.json"), "--mpd-listen", "127.0.0.1:0", "--listen", "off",
-             "--output", output, "--upnp", "--upnp-listen", "127.0.0.1:0", "--upnp-ssdp-port", str(ssdp_port or "off"),
-             "--upnp-name", "Harmonia test"],
-            stdout=subprocess.DEVNULL, stderr=self.log_writer, stdin=subprocess.DEVNULL)
+        super().__init__(binary, work, ["--output", output, "--upnp-listen", "127.0.0.1:0",
+                                        "--upnp-ssdp-port", str(ssdp_port or "off")])
         try:
             self.location = self.wait_line(r"UPnP renderer \"Harmonia test\" on (http://\S+)")
             self.mpd_port = int(self.wait_line(r"MPD protocol on 127\.0\.0\.1:(\d+)"))
-            self.uuid = open(os.path.join(work, "state", "upnp-uuid")).read().strip()
+            self.uuid = self.device_uuid()
         except BaseException:
             self.stop()  # not left running after a failed start
             raise
-
-    def wait_line(self, pattern, timeout=30):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            self.log.seek(0)
-            found = re.search(pattern, self.log.read())
-            if found:
-                return found.group(1)
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.05)  # polling a log file: the condition is the line
-        self.log.seek(0)
-        raise AssertionError(f"no line {pattern!r}; log:\n{self.log.read()[-2000:]}")
 
     def mpd(self, *commands):
         """One MPD connection: each command's answer lines."""
@@ -159,17 +125,6 @@ class Renderer:
                     lines.append(line)
                 answers.append(lines)
             return answers
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
-        self.log_writer.close()
 
 
 async def until(dmr, predicate, what, timeout=10, poll=True):
@@ -565,13 +520,4 @@ async def gapless(binary, files_base, work):
 
 
 if __name__ == "__main__":
-    # SIGTERM (the caller's `timeout`) leaves through the finally blocks,
-    # which stop the renderer and the file server.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(124))
-    try:
-        asyncio.run(main(sys.argv[1]))
-    except AssertionError as failure:
-        print(f"FAILED: {failure}", flush=True)
-        print(f"{passed} passed, 1 failed")
-        sys.exit(1)
-    print(f"{passed} passed, 0 failed")
+    run_checks(lambda: main(sys.argv[1]))

@@ -8,38 +8,66 @@ import HarmoniaCore
 import NIOCore
 import NIOPosix
 
-/// Announces the renderer on one IPv4 interface (`interface`, the address
-/// the HTTP server listens on) to 239.255.255.250:`port`, and answers
-/// searches that reach it.
+/// An IPv4 interface the renderer is announced on: the kernel's index for
+/// it, its name and its address. Control points on it are given a LOCATION
+/// with that address.
+public struct SSDPInterface: Sendable, Equatable {
+    public let index: Int
+    public let name: String
+    public let address: String
+
+    public init(index: Int, name: String, address: String) {
+        self.index = index
+        self.name = name
+        self.address = address
+    }
+}
+
+/// Announces the renderer to 239.255.255.250:`port` on each of `interfaces`
+/// and answers the searches that arrive on them, each with the LOCATION
+/// that names the interface's own address (a machine on the LAN and one
+/// behind a container bridge reach the description by different addresses).
 ///
-/// - alive: at `start`, then every `interval` seconds (max-age 1800);
-///   byebye at `shutdown` (SIGTERM/SIGINT end the player through it);
+/// - alive: at `start`, then every `interval` seconds (max-age 1800), on
+///   every interface; byebye at `shutdown` (SIGTERM/SIGINT end the player
+///   through it);
 /// - M-SEARCH for `ssdp:all`, `upnp:rootdevice`, the device type, a service
 ///   type or the device's `uuid:` is answered to the sender after a random
-///   wait of up to min(MX, 1) s; on a loopback interface, only loopback
-///   senders are answered.
+///   wait of up to min(MX, 1) s, when it arrived on one of `interfaces`
+///   (so on loopback only, only loopback senders are answered).
 ///
 /// Threads: `start` and `shutdown` from one thread; the rest on its loop.
 public final class SSDPAnnouncer: @unchecked Sendable {
     public static let multicastAddress = "239.255.255.250"
-    let interface: String
     let port: Int
-    let location: String
     let uuid: String
     let interval: Double
+    /// The interfaces asked for, and the description URL on each.
+    let interfaces: [SSDPInterface]
+    let location: @Sendable (SSDPInterface) -> String
     private let group: any EventLoopGroup
-    private var channel: (any Channel)?
+    /// The socket that receives searches (0.0.0.0:`port`, shared).
+    private var receiver: (any Channel)?
+    /// One socket per interface joined, sending its NOTIFYs out of it.
+    private var senders: [(interface: SSDPInterface, channel: any Channel)] = []
     private var repeating: RepeatedTask?
 
-    /// - Parameter interface: a numeric IPv4 address of this machine.
-    public init(interface: String, port: Int, location: String, uuid: String, interval: Double = 600, group: any EventLoopGroup) {
-        self.interface = interface
+    /// - Parameters:
+    ///   - interfaces: numeric IPv4 addresses of this machine with their indexes.
+    ///   - location: the description URL for an interface.
+    public init(interfaces: [SSDPInterface], port: Int, uuid: String, interval: Double = 600, group: any EventLoopGroup,
+                location: @escaping @Sendable (SSDPInterface) -> String) {
+        self.interfaces = interfaces
         self.port = port
-        self.location = location
         self.uuid = uuid
         self.interval = interval
         self.group = group
+        self.location = location
     }
+
+    /// The interfaces announced on after `start`: those whose group join
+    /// succeeded.
+    public var announcedInterfaces: [SSDPInterface] { senders.map(\.interface) }
 
     /// The notification types and their USNs: root device, uuid, device type, each service.
     var targets: [(nt: String, usn: String)] {
@@ -49,94 +77,126 @@ public final class SSDPAnnouncer: @unchecked Sendable {
             + UPnPServiceSpec.all.map { ($0.serviceType, udn + "::" + $0.serviceType) }
     }
 
-    /// Binds 0.0.0.0:`port` (shared: SO_REUSEADDR/SO_REUSEPORT), joins the
-    /// group on `interface`, sends alive and schedules the next.
-    /// - Throws: `ioError` naming what failed (the port, the group).
+    /// Binds 0.0.0.0:`port` (shared: SO_REUSEADDR/SO_REUSEPORT) with the
+    /// arrival interface of each datagram reported, joins the group on each
+    /// interface (one that refuses is left out: see `announcedInterfaces`),
+    /// opens a sending socket on each, sends alive and schedules the next.
+    /// - Throws: `invalidArgument` for an address that is not IPv4;
+    ///   `ioError` naming what failed when the port cannot be bound or no
+    ///   interface could join the group.
     public func start() throws(CoreError) {
-        var address = in_addr()
-        guard inet_pton(AF_INET, interface, &address) == 1 else {
-            throw .invalidArgument("SSDP: \(interface) is not an IPv4 address (SSDP is announced on IPv4 only)")
+        var addresses: [in_addr] = []
+        for interface in interfaces {
+            var address = in_addr()
+            guard inet_pton(AF_INET, interface.address, &address) == 1 else {
+                throw .invalidArgument("SSDP: \(interface.address) is not an IPv4 address (SSDP is announced on IPv4 only)")
+            }
+            addresses.append(address)
         }
-        let loopbackOnly = UInt32(bigEndian: address.s_addr) >> 24 == 127
-        let handlerTargets = targets, location = self.location
-        let bootstrap = DatagramBootstrap(group: group)
+        var group = in_addr()
+        _ = inet_pton(AF_INET, Self.multicastAddress, &group)
+        let ip = NIOBSDSocket.OptionLevel(rawValue: CInt(IPPROTO_IP))
+        let handlerTargets = targets
+        let locations = Dictionary(interfaces.map { ($0.index, location($0)) }, uniquingKeysWith: { first, _ in first })
+        let bootstrap = DatagramBootstrap(group: self.group)
             .channelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             .channelOption(ChannelOptions.socketOption(NIOBSDSocket.Option(rawValue: SO_REUSEPORT)), value: 1)
+            .channelOption(ChannelOptions.receivePacketInfo, value: true)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(
-                        SSDPSearchHandler(targets: handlerTargets, location: location, loopbackOnly: loopbackOnly))
+                    try channel.pipeline.syncOperations.addHandler(SSDPSearchHandler(targets: handlerTargets, locations: locations))
                 }
             }
         do {
-            let channel = try bootstrap.bind(host: "0.0.0.0", port: port).wait()
-            self.channel = channel
-            // The group joined and sent to on the interface by its address
-            // (ip_mreq, in_addr): NIO's joinGroup(device:) refuses an
-            // interface without IFF_MULTICAST, and lo has none, though
-            // Linux delivers multicast on it.
-            guard let options = channel as? any SocketOptionProvider else { throw CoreError.ioError("no socket options") }
-            var group = in_addr()
-            _ = inet_pton(AF_INET, Self.multicastAddress, &group)
-            let ip = NIOBSDSocket.OptionLevel(rawValue: CInt(IPPROTO_IP))
-            try options.unsafeSetSocketOption(level: ip, name: NIOBSDSocket.Option(rawValue: IP_ADD_MEMBERSHIP),
-                                              value: ip_mreq(imr_multiaddr: group, imr_interface: address)).wait()
-            try options.unsafeSetSocketOption(level: ip, name: NIOBSDSocket.Option(rawValue: IP_MULTICAST_IF), value: address).wait()
-            try channel.setOption(ChannelOptions.ipOption(.ip_multicast_loop), value: 1).wait()
-            try channel.setOption(ChannelOptions.ipOption(.ip_multicast_ttl), value: 2).wait()
+            receiver = try bootstrap.bind(host: "0.0.0.0", port: port).wait()
         } catch {
-            try? channel?.close().wait()
-            channel = nil
-            throw .ioError("SSDP: cannot listen on port \(port) on \(interface) (\(String(describing: error).prefix(160))): --upnp-ssdp-port off turns discovery off")
+            throw .ioError("SSDP: cannot listen on port \(port) (\(String(describing: error).prefix(160))): --upnp-ssdp-port off turns discovery off")
+        }
+        var failures: [String] = []
+        for (interface, address) in zip(interfaces, addresses) {
+            do {
+                // The group joined and sent to on the interface by its
+                // address (ip_mreq, in_addr): NIO's joinGroup(device:)
+                // refuses an interface without IFF_MULTICAST, and lo has
+                // none, though Linux delivers multicast on it.
+                guard let options = receiver as? any SocketOptionProvider else { throw CoreError.ioError("no socket options") }
+                try options.unsafeSetSocketOption(level: ip, name: NIOBSDSocket.Option(rawValue: IP_ADD_MEMBERSHIP),
+                                                  value: ip_mreq(imr_multiaddr: group, imr_interface: address)).wait()
+                let sender = try DatagramBootstrap(group: self.group).bind(host: interface.address, port: 0).wait()
+                do {
+                    guard let senderOptions = sender as? any SocketOptionProvider else { throw CoreError.ioError("no socket options") }
+                    try senderOptions.unsafeSetSocketOption(level: ip, name: NIOBSDSocket.Option(rawValue: IP_MULTICAST_IF), value: address).wait()
+                    try sender.setOption(ChannelOptions.ipOption(.ip_multicast_loop), value: 1).wait()
+                    try sender.setOption(ChannelOptions.ipOption(.ip_multicast_ttl), value: 2).wait()
+                } catch {
+                    try? sender.close().wait()
+                    throw error
+                }
+                senders.append((interface, sender))
+            } catch {
+                failures.append("\(interface.name) \(interface.address): \(String(describing: error).prefix(120))")
+            }
+        }
+        guard !senders.isEmpty else {
+            try? receiver?.close().wait()
+            receiver = nil
+            throw .ioError("SSDP: cannot join \(Self.multicastAddress) on any interface (\(failures.joined(separator: "; "))): --upnp-ssdp-port off turns discovery off")
         }
         announce("ssdp:alive")
         let interval = TimeAmount.nanoseconds(Int64(self.interval * 1e9))
-        repeating = channel?.eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { [self] _ in announce("ssdp:alive") }
+        repeating = receiver?.eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { [self] _ in announce("ssdp:alive") }
     }
 
-    /// Sends byebye for every target and closes the socket (waits for the sends).
+    /// Sends byebye for every target on every interface and closes the
+    /// sockets (waits for the sends).
     public func shutdown() {
         repeating?.cancel()
-        guard let channel else { return }
+        guard receiver != nil else { return }
         announce("ssdp:byebye")
-        try? channel.close().wait()
-        self.channel = nil
+        for (_, channel) in senders { try? channel.close().wait() }
+        senders = []
+        try? receiver?.close().wait()
+        receiver = nil
     }
 
-    /// One NOTIFY per target to the group.
+    /// One NOTIFY per target to the group, out of each interface.
     private func announce(_ nts: String) {
-        guard let channel, let group = try? SocketAddress(ipAddress: Self.multicastAddress, port: port) else { return }
-        for (nt, usn) in targets {
-            var lines = ["NOTIFY * HTTP/1.1", "HOST: \(Self.multicastAddress):\(port)", "NT: \(nt)", "NTS: \(nts)", "USN: \(usn)",
-                         "BOOTID.UPNP.ORG: 1", "CONFIGID.UPNP.ORG: 1"]
-            if nts == "ssdp:alive" {
-                lines += ["CACHE-CONTROL: max-age=1800", "LOCATION: \(location)", "SERVER: \(UPnPServer.header)"]
+        guard let group = try? SocketAddress(ipAddress: Self.multicastAddress, port: port) else { return }
+        for (interface, channel) in senders {
+            for (nt, usn) in targets {
+                var lines = ["NOTIFY * HTTP/1.1", "HOST: \(Self.multicastAddress):\(port)", "NT: \(nt)", "NTS: \(nts)", "USN: \(usn)",
+                             "BOOTID.UPNP.ORG: 1", "CONFIGID.UPNP.ORG: 1"]
+                if nts == "ssdp:alive" {
+                    lines += ["CACHE-CONTROL: max-age=1800", "LOCATION: \(location(interface))", "SERVER: \(UPnPServer.header)"]
+                }
+                let text = lines.joined(separator: "\r\n") + "\r\n\r\n"
+                channel.writeAndFlush(AddressedEnvelope(remoteAddress: group, data: ByteBuffer(string: text)), promise: nil)
             }
-            let text = lines.joined(separator: "\r\n") + "\r\n\r\n"
-            channel.writeAndFlush(AddressedEnvelope(remoteAddress: group, data: ByteBuffer(string: text)), promise: nil)
         }
     }
 }
 
-/// Answers M-SEARCH requests. Threads: the channel's event loop.
+/// Answers M-SEARCH requests that arrive on an announced interface, with
+/// that interface's LOCATION. Threads: the channel's event loop.
 private final class SSDPSearchHandler: ChannelInboundHandler {
     typealias InboundIn = AddressedEnvelope<ByteBuffer>
     typealias OutboundOut = AddressedEnvelope<ByteBuffer>
     let targets: [(nt: String, usn: String)]
-    let location: String
-    let loopbackOnly: Bool
+    /// The description URL by the index of the interface a search arrived on.
+    let locations: [Int: String]
 
-    init(targets: [(nt: String, usn: String)], location: String, loopbackOnly: Bool) {
+    init(targets: [(nt: String, usn: String)], locations: [Int: String]) {
         self.targets = targets
-        self.location = location
-        self.loopbackOnly = loopbackOnly
+        self.locations = locations
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let envelope = unwrapInboundIn(data)
         guard envelope.data.readableBytes <= 2048 else { return }
+        // The socket hears the group on every interface any program joined
+        // (IP_MULTICAST_ALL): a search from elsewhere is not ours to answer.
+        guard let arrival = envelope.metadata?.packetInfo?.interfaceIndex, let location = locations[arrival] else { return }
         let sender = envelope.remoteAddress
-        if loopbackOnly, !(sender.ipAddress?.hasPrefix("127.") ?? false) { return }
         let text = String(decoding: envelope.data.readableBytesView, as: UTF8.self)
         guard let search = SSDPSearch(text) else { return }
         let answers = targets.filter { search.target == "ssdp:all" || search.target == $0.nt }
@@ -144,7 +204,7 @@ private final class SSDPSearchHandler: ChannelInboundHandler {
         let date = Self.httpDate()
         let channel = context.channel
         let delay = Double.random(in: 0...min(Double(search.mx), 1))
-        context.eventLoop.scheduleTask(in: .nanoseconds(Int64(delay * 1e9))) { [location] in
+        context.eventLoop.scheduleTask(in: .nanoseconds(Int64(delay * 1e9))) {
             for (nt, usn) in answers {
                 let text = ["HTTP/1.1 200 OK", "CACHE-CONTROL: max-age=1800", "DATE: \(date)", "EXT:", "LOCATION: \(location)",
                             "SERVER: \(UPnPServer.header)", "ST: \(nt)", "USN: \(usn)", "BOOTID.UPNP.ORG: 1", "CONFIGID.UPNP.ORG: 1"]
