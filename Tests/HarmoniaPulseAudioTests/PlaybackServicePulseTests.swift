@@ -146,6 +146,10 @@ struct PlaybackServicePulseTests {
 
     @Test("pause then play: silent within one buffer of pause(), no frame lost or repeated")
     func pauseResume() throws {
+        try retriedAcrossLateGraphCycles("pauseResume") { try pauseResumeRun() }
+    }
+
+    private func pauseResumeRun() throws {
         let rig = try PulseServiceRig(["a": .init(frames: Int64(rate * 3), sampleRate: Double(rate), base: 1)])
         try rig.service.load(url: "a")
         try rig.service.play()
@@ -186,6 +190,10 @@ struct PlaybackServicePulseTests {
 
     @Test("seek while playing: ≤ one buffer of old audio, no silence queued, then the count continues exactly from the sought frame")
     func seekWhilePlaying() throws {
+        try retriedAcrossLateGraphCycles("seekWhilePlaying") { try seekWhilePlayingRun() }
+    }
+
+    private func seekWhilePlayingRun() throws {
         let rig = try PulseServiceRig(["a": .init(frames: Int64(rate * 3), sampleRate: Double(rate), base: 1)])
         try rig.service.load(url: "a")
         try rig.service.play()
@@ -230,6 +238,10 @@ struct PlaybackServicePulseTests {
 
     @Test("gapless join: one unbroken count across two tracks; track_started when the listener reaches the boundary")
     func gaplessJoin() throws {
+        try retriedAcrossLateGraphCycles("gaplessJoin") { try gaplessJoinRun() }
+    }
+
+    private func gaplessJoinRun() throws {
         let lengthA = rate * 6 / 10, lengthB = rate * 6 / 10
         let rig = try PulseServiceRig([
             "a": .init(frames: Int64(lengthA), sampleRate: Double(rate), base: 1),
@@ -272,6 +284,10 @@ struct PlaybackServicePulseTests {
     @Test("the end, 20 times: every frame of the track once, and nothing after its last frame",
           .disabled(if: PulseTestServer.underThreadSanitizer, "about ends of play, not threads: once per server in the plain runs"))
     func drainRepeated() throws {
+        try retriedAcrossLateGraphCycles("drainRepeated") { try drainRepeatedRun() }
+    }
+
+    private func drainRepeatedRun() throws {
         // As `harmonia-play FILE` ends, at the player's default 500 ms buffer,
         // with a ring the track wraps (65,536 frames, 1.4 s, for a 1.5 s track);
         // a one-in-six event (stale audio after the end on PipeWire) shows in 20.
@@ -307,6 +323,10 @@ struct PlaybackServicePulseTests {
 
     @Test("a 44.1 kHz track on a 48 kHz sink: resampled by the server, heard to its last frame")
     func resampledByServer() throws {
+        try retriedAcrossLateGraphCycles("resampledByServer") { try resampledByServerRun() }
+    }
+
+    private func resampledByServerRun() throws {
         // At the player's default 500 ms buffer, as a user plays it.
         let frames = 44_100 * 2
         let rig = try PulseServiceRig(["a": .init(frames: Int64(frames), sampleRate: 44_100, base: 1)],
@@ -331,6 +351,10 @@ struct PlaybackServicePulseTests {
 
     @Test("the heard position is monotonic, smooth, and never ahead of what the sink played")
     func heardPosition() throws {
+        try retriedAcrossLateGraphCycles("heardPosition") { try heardPositionRun() }
+    }
+
+    private func heardPositionRun() throws {
         let rig = try PulseServiceRig(["a": .init(frames: Int64(rate * 3), sampleRate: Double(rate), base: 1)])
         try rig.service.load(url: "a")
         try rig.service.play()

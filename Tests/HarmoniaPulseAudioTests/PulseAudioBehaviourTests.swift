@@ -74,6 +74,10 @@ struct PulseAudioBehaviourTests {
 
     @Test("pause: silent within one buffer; resume: the exact next frame, none lost or repeated")
     func pauseResume() throws {
+        try retriedAcrossLateGraphCycles("pauseResume") { try pauseResumeRun() }
+    }
+
+    private func pauseResumeRun() throws {
         let frames = rate * 2
         let (signal, recorder, output) = try playingCounterSignal(frames: frames)
         output.pause()
@@ -109,6 +113,10 @@ struct PulseAudioBehaviourTests {
 
     @Test("flush drops what is queued; what follows plays right after")
     func flush() throws {
+        try retriedAcrossLateGraphCycles("flush") { try flushRun() }
+    }
+
+    private func flushRun() throws {
         let (first, recorder, output) = try playingCounterSignal(frames: rate * 2)
         let second = first.map { -$0 }
         let clock = MonotonicClockAdapter()
@@ -174,6 +182,10 @@ struct PulseAudioBehaviourTests {
 
     @Test("volume set before configure, and kept across a reconfigure, applies from the first frame")
     func volumeBeforeConfigure() throws {
+        try retriedAcrossLateGraphCycles("volumeBeforeConfigure") { try volumeBeforeConfigureRun() }
+    }
+
+    private func volumeBeforeConfigureRun() throws {
         let frames = rate / 2
         let signal = counterSignal(frames: frames, channels: 2)
         let recorder = try SinkRecorder(rate: rate, channels: 2)
@@ -209,6 +221,10 @@ struct PulseAudioBehaviourTests {
     /// it connected; the stream's own must be heard from its first frame.
     @Test("streams opened one after another at other volumes: each at its own gain from its first frame")
     func volumeAcrossStreams() throws {
+        try retriedAcrossLateGraphCycles("volumeAcrossStreams") { try volumeAcrossStreamsRun() }
+    }
+
+    private func volumeAcrossStreamsRun() throws {
         let frames = rate / 4
         let signal = counterSignal(frames: frames, channels: 2)
         let gains: [Float] = [1, 0.5, 1, 0.25, 1, 0.5, 0.25, 1]
@@ -227,6 +243,10 @@ struct PulseAudioBehaviourTests {
 
     @Test("volume: the server's stream volume is heard within the sink's latency, however much is queued")
     func volume() throws {
+        try retriedAcrossLateGraphCycles("volume") { try volumeRun() }
+    }
+
+    private func volumeRun() throws {
         let frames = rate * 2
         let (signal, recorder, output) = try playingCounterSignal(frames: frames)
         // The position just before and just after the call: a test thread
@@ -295,6 +315,10 @@ struct PulseAudioBehaviourTests {
 
     @Test("started before any audio: silence until the first frames, then all of them")
     func startedEmpty() throws {
+        try retriedAcrossLateGraphCycles("startedEmpty") { try startedEmptyRun() }
+    }
+
+    private func startedEmptyRun() throws {
         let signal = counterSignal(frames: rate / 2, channels: 2)
         let recorder = try SinkRecorder(rate: rate, channels: 2)
         let output = PulseAudioOutputAdapter(options: pulseOptions(device: recorder.sinkName, latency: latency))
