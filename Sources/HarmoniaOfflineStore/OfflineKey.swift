@@ -86,6 +86,9 @@ public final class OfflineKeyPolicy: Sendable {
         named.withLock { $0[url] = key }
     }
 
+    /// The key named for `url` with `name(url:key:)`, if any.
+    public func namedKey(for url: String) -> String? { named.withLock { $0[url] } }
+
     /// The key of `url`: the one named for it, else `OfflineKey.make(url:dropping:)`.
     public func key(for url: String) -> String {
         if let key = named.withLock({ $0[url] }) { return key }

@@ -185,11 +185,14 @@ struct ServeCommand: ParsableCommand {
         if let statePath = paths.state {
             let file = PlayerStateFile(path: statePath)
             do throws(CoreError) {
-                if let saved = try file.load() { StateKeeper.restore(saved, on: service, track: library.restoredTrack(forURL:)) }
+                if let saved = try file.load() {
+                    StateKeeper.restore(saved, on: service, track: library.restoredTrack(forURL:),
+                                        useKey: { key, url in try? keys.name(url: url, key: key) })
+                }
             } catch {
                 ConsoleLines.report(error)  // a damaged state file: start empty, say so
             }
-            player.add(StateKeeper(file: file, service: service))
+            player.add(StateKeeper(file: file, service: service, namedKey: keys.namedKey(for:)))
         }
         if mpdListen != "off", let endpoint = ListenAddress(mpdListen) {
             var server = MPDServerConfiguration(host: endpoint.host, port: endpoint.port)

@@ -2,7 +2,7 @@
 // server on loopback (Tests/Network/fault_server.py) — specs/offline.md
 // §Control protocol, specs/control-protocol.md §Offline: offline/add with its
 // events, offline/list, a queue/add of the URL (or of another URL with
-// "key") playing with the server stopped, offline/remove, offline_error for
+// "key", also after a restart) playing with the server stopped, offline/remove, offline_error for
 // a 404, a slow download that delays no command. Every wait is for a line
 // (a reply or an event), bounded.
 import Foundation
@@ -16,18 +16,29 @@ import Testing
     final class Player {
         let folder: String
         let store: String
-        let serve: ServeProcess
-        let control: UnixLineClient
+        private(set) var serve: ServeProcess
+        private(set) var control: UnixLineClient
         private var nextID = 0
 
         init() throws {
             folder = NSTemporaryDirectory() + "hp-offline-control-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
             store = folder + "/store"
             try FileManager.default.createDirectory(atPath: folder + "/music", withIntermediateDirectories: true)
+            (serve, control) = try Self.start(folder: folder, store: store)
+        }
+
+        private static func start(folder: String, store: String) throws -> (ServeProcess, UnixLineClient) {
             let socket = folder + "/control.sock"
-            serve = try ServeProcess(music: folder + "/music", folder: folder,
-                                     extra: ["--control", "unix:" + socket, "--store", store, "--network-timeout", "3"])
-            control = try UnixLineClient(path: socket)
+            let serve = try ServeProcess(music: folder + "/music", folder: folder,
+                                         extra: ["--control", "unix:" + socket, "--store", store, "--network-timeout", "3"])
+            return (serve, try UnixLineClient(path: socket))
+        }
+
+        /// Ends serve with SIGTERM (it saves its state) and starts it again on the same folders.
+        func restart() throws {
+            control.close()
+            #expect(serve.stop() == 143, "serve ends on SIGTERM")
+            (serve, control) = try Self.start(folder: folder, store: store)
         }
 
         deinit {
@@ -145,6 +156,33 @@ import Testing
         try player.playToEnd(server.url(Self.flac, "sig=second"), key: "album/track-1")
         let bad = try player.reply(try player.send("queue/add", ["uri": server.url(Self.flac), "key": ""])).json
         #expect(bad["error_code"] as? String == "invalidArgument", "\(bad)")
+    }
+
+    @Test("a queue entry added with \"key\" keeps it across a restart: saved in the state file, and played from that entry, the server stopped")
+    func keyAcrossRestart() throws {
+        let server = try FaultHTTPServer()
+        let player = try Player()
+        _ = try player.call("offline/add", ["url": server.url(Self.flac, "sig=first"), "key": "album/track-1"])
+        _ = try player.event("offline_done", where: { $0["key"] as? String == "album/track-1" })
+        let signed = server.url(Self.flac, "sig=second")
+        _ = try player.call("queue/add", ["uri": signed, "key": "album/track-1"])
+        server.stop()
+        try player.restart()
+
+        let saved = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: player.folder + "/state.json")))
+                                 as? [String: Any])
+        let entries = try #require(saved["queue"] as? [[String: Any]])
+        #expect(entries.count == 1 && entries.first?["uri"] as? String == signed && entries.first?["key"] as? String == "album/track-1",
+                "\(saved)")
+        let queue = try player.queue()
+        #expect(queue.count == 1 && queue.first?["url"] as? String == signed && queue.first?["offline"] as? Bool == true, "\(queue)")
+        let requests = server.requests.count
+        _ = try player.call("jump", ["index": 0])
+        _ = try player.call("play")
+        let ended = try player.event("track_ended", where: { ($0["track"] as? [String: Any])?["url"] as? String == signed })
+        #expect(ended.data["reason"] as? String == "finished", "\(ended.data)")
+        #expect(!player.control.lines.all.contains { $0.hasPrefix("{\"event\":\"error\"") }, "\(player.control.lines.all)")
+        #expect(server.requests.count == requests, "no request to the server")
     }
 
     @Test("offline_error: a 404 is one categorised line; nothing listed")

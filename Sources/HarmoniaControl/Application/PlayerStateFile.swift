@@ -13,11 +13,15 @@ public struct PlayerState: Codable, Sendable, Equatable {
         public var uri: String
         public var start: Double?
         public var end: Double?
+        /// The offline store's entry the URL plays from, when one was named
+        /// for it (`queue/add`'s `"key"`: a signed URL's stable name).
+        public var key: String?
 
-        public init(uri: String, start: Double? = nil, end: Double? = nil) {
+        public init(uri: String, start: Double? = nil, end: Double? = nil, key: String? = nil) {
             self.uri = uri
             self.start = start
             self.end = end
+            self.key = key
         }
     }
 
@@ -50,9 +54,10 @@ public struct PlayerState: Codable, Sendable, Equatable {
         shuffle = try values.decodeIfPresent(Bool.self, forKey: .shuffle) ?? false
     }
 
-    /// The state of `service` now.
-    public init(of service: DefaultPlaybackService) {
-        queue = service.queue.map { Entry(uri: $0.url, start: $0.start, end: $0.end) }
+    /// The state of `service` now; `namedKey` gives the store key named
+    /// for a URL, if any.
+    public init(of service: DefaultPlaybackService, namedKey: (String) -> String? = { _ in nil }) {
+        queue = service.queue.map { Entry(uri: $0.url, start: $0.start, end: $0.end, key: namedKey($0.url)) }
         current = service.currentIndex
         position = service.currentTime()
         state = switch service.state {
@@ -159,9 +164,14 @@ public final class StateKeeper: PlayerFrontend {
     private var reportedFailure = false
     private var frozen = false
 
-    public init(file: PlayerStateFile, service: DefaultPlaybackService) {
+    private let namedKey: (String) -> String?
+
+    /// - Parameter namedKey: the offline store's key named for a URL, if
+    ///   any; saved with the entry so a restart plays it from the same copy.
+    public init(file: PlayerStateFile, service: DefaultPlaybackService, namedKey: @escaping (String) -> String? = { _ in nil }) {
         self.file = file
         self.service = service
+        self.namedKey = namedKey
     }
 
     public func show(_ event: PlaybackEvent) {
@@ -187,7 +197,7 @@ public final class StateKeeper: PlayerFrontend {
     /// Writes the state now, unless it is the one last written.
     public func save() {
         guard !frozen else { return }
-        let state = PlayerState(of: service)
+        let state = PlayerState(of: service, namedKey: namedKey)
         guard state != lastSaved else { return }
         do throws(CoreError) {
             try file.save(state)
@@ -211,8 +221,11 @@ public final class StateKeeper: PlayerFrontend {
     ///     music directory). Dropped entries are said in one line through
     ///     `log`; the current entry is the same one at its new place, or,
     ///     when it was dropped, the next kept one from its start.
+    ///   - useKey: names an entry's saved store key for its URL (key, URL),
+    ///     before anything in the queue can open.
     public static func restore(_ state: PlayerState, on service: DefaultPlaybackService,
                                track: (String) -> Result<Track, RestoreDrop> = { .success(Track(url: $0)) },
+                               useKey: (String, String) -> Void = { _, _ in },
                                log: (String) -> Void = Console.err) {
         service.setVolume(Float(min(max(state.volume.isFinite ? state.volume : 100, 0), 100) / 100))
         if let mode = RepeatMode(rawValue: state.repeatMode) { service.setRepeatMode(mode) }
@@ -221,6 +234,7 @@ public final class StateKeeper: PlayerFrontend {
         for entry in state.queue {
             switch track(entry.uri) {
             case .success(var restored):
+                if let key = entry.key, !key.isEmpty { useKey(key, entry.uri) }
                 restored.start = entry.start
                 restored.end = entry.end
                 newIndex.append(kept.count)
