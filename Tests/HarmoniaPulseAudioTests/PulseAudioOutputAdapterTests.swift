@@ -116,29 +116,37 @@ struct PulseAudioOutputAdapterTests {
         let (surround, surroundInfo) = try decodeAll("flac_s16_51_48k.flac")
         defer { _ = try? PulseTestServer.pactl(["set-default-sink", "harmonia_null"]) }
         try exactOrReported("format change") {
-            let first = try SinkRecorder(rate: 44100, channels: 2)
-            let second = try SinkRecorder(rate: 48000, channels: 6,
-                                              channelMap: "front-left,front-right,front-center,lfe,rear-left,rear-right")
             // One output on the default sink; each track's stream lands on the
             // sink that is the default when it opens, so each is recorded alone.
+            // In a fresh-clone run on PipeWire the first track was not exact
+            // twice, with nothing late logged. Two causes are possible and
+            // both are closed: each recorder runs only while its own track
+            // plays (a 48 kHz recording still running can hold the graph at
+            // 48 kHz and resample the 44.1 kHz track), and a new default sink
+            // is waited for (WirePlumber applies it on its own time, and a
+            // stream opened before then goes to the old default).
+            let first = try SinkRecorder(rate: 44100, channels: 2)
             let output = PulseAudioOutputAdapter(options: pulseOptions(latency: 0.5))
-            try PulseTestServer.pactl(["set-default-sink", first.sinkName])
+            try PulseTestServer.setDefaultSink(first.sinkName)
             try output.configure(sampleRate: stereoInfo.sampleRate, channels: 2)
             #expect(output.write(stereo, frameCount: stereo.count / 2) == stereo.count / 2)
             try output.start()
             output.drain()
             #expect(output.framesPlayed == Int64(stereo.count / 2))
             let firstUnderruns = output.underrunCount
-            try PulseTestServer.pactl(["set-default-sink", second.sinkName])
             try output.configure(sampleRate: surroundInfo.sampleRate, channels: 6)   // a new stream, new format
             #expect(output.framesPlayed == 0)
+            let a = try first.finish()
+            let second = try SinkRecorder(rate: 48000, channels: 6,
+                                          channelMap: "front-left,front-right,front-center,lfe,rear-left,rear-right")
+            try PulseTestServer.setDefaultSink(second.sinkName)   // before start(), where the stream opens
             #expect(output.write(surround, frameCount: surround.count / 6) == surround.count / 6)
             try output.start()
             output.drain()
             #expect(output.framesPlayed == Int64(surround.count / 6))
             let underruns = firstUnderruns + output.underrunCount
             output.stop()
-            let a = try first.finish(), b = try second.finish()
+            let b = try second.finish()
             let offsetA = SinkRecorder.offset(of: stereo, in: a, channels: 2)
             let offsetB = SinkRecorder.offset(of: surround, in: b, channels: 6)
             let exactA = offsetA.map { a[($0 * 2)...].starts(with: stereo) } == true

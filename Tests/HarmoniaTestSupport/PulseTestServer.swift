@@ -51,6 +51,19 @@ public enum PulseTestServer {
             .filter { $0.contains("client too slow") || $0.contains("XRun") }.count
     }
 
+    /// Makes `sink` the default and waits (bounded: 5 s) until the server
+    /// reports it: on PipeWire the session manager applies a new default on
+    /// its own time, and a stream opened before then goes to the old one.
+    public static func setDefaultSink(_ sink: String) throws {
+        try pactl(["set-default-sink", sink])
+        let clock = MonotonicClockAdapter()
+        let deadline = clock.now() + 5_000_000_000
+        while try pactl(["get-default-sink"]) != sink {
+            guard clock.now() < deadline else { throw FixtureError("the default sink is not \(sink) 5 s after set-default-sink") }
+            clock.sleep(nanoseconds: 10_000_000)  // polling the server: the condition is its answer
+        }
+    }
+
     /// Runs pactl against the test server.
     @discardableResult
     public static func pactl(_ arguments: [String]) throws -> String {
