@@ -34,7 +34,8 @@ public struct SSDPInterface: Sendable, Equatable {
 /// - M-SEARCH for `ssdp:all`, `upnp:rootdevice`, the device type, a service
 ///   type or the device's `uuid:` is answered to the sender after a random
 ///   wait of up to min(MX, 1) s, when it arrived on one of `interfaces`
-///   (so on loopback only, only loopback senders are answered).
+///   that joined the group (so on loopback only, only loopback senders are
+///   answered).
 ///
 /// Threads: `start` and `shutdown` from one thread; the rest on its loop.
 public final class SSDPAnnouncer: @unchecked Sendable {
@@ -96,17 +97,13 @@ public final class SSDPAnnouncer: @unchecked Sendable {
         var group = in_addr()
         _ = inet_pton(AF_INET, Self.multicastAddress, &group)
         let ip = NIOBSDSocket.OptionLevel(rawValue: CInt(IPPROTO_IP))
-        let handlerTargets = targets
-        let locations = Dictionary(interfaces.map { ($0.index, location($0)) }, uniquingKeysWith: { first, _ in first })
+        // Searches are answered once the joins are known (the handler is
+        // added below, for the interfaces that joined); until then a
+        // datagram reaches no handler and is dropped.
         let bootstrap = DatagramBootstrap(group: self.group)
             .channelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             .channelOption(ChannelOptions.socketOption(NIOBSDSocket.Option(rawValue: SO_REUSEPORT)), value: 1)
             .channelOption(ChannelOptions.receivePacketInfo, value: true)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(SSDPSearchHandler(targets: handlerTargets, locations: locations))
-                }
-            }
         do {
             receiver = try bootstrap.bind(host: "0.0.0.0", port: port).wait()
         } catch {
@@ -137,10 +134,23 @@ public final class SSDPAnnouncer: @unchecked Sendable {
                 failures.append("\(interface.name) \(interface.address): \(String(describing: error).prefix(120))")
             }
         }
-        guard !senders.isEmpty else {
+        let locations = Dictionary(senders.map { ($0.interface.index, location($0.interface)) }, uniquingKeysWith: { first, _ in first })
+        let handlerTargets = targets
+        do {
+            guard !senders.isEmpty else {
+                throw CoreError.ioError("SSDP: cannot join \(Self.multicastAddress) on any interface (\(failures.joined(separator: "; ")))")
+            }
+            guard let receiver else { throw CoreError.ioError("SSDP: no socket") }
+            try receiver.eventLoop.submit {
+                try receiver.pipeline.syncOperations.addHandler(SSDPSearchHandler(targets: handlerTargets, locations: locations))
+            }.wait()
+        } catch {
+            for (_, channel) in senders { try? channel.close().wait() }
+            senders = []
             try? receiver?.close().wait()
             receiver = nil
-            throw .ioError("SSDP: cannot join \(Self.multicastAddress) on any interface (\(failures.joined(separator: "; "))): --upnp-ssdp-port off turns discovery off")
+            let why = (error as? CoreError)?.message ?? "SSDP: \(String(describing: error).prefix(160))"
+            throw .ioError("\(why): --upnp-ssdp-port off turns discovery off")
         }
         announce("ssdp:alive")
         let interval = TimeAmount.nanoseconds(Int64(self.interval * 1e9))
