@@ -122,7 +122,7 @@ let package = Package(
         ),
         .target(
             name: "HarmoniaHTTP",
-            dependencies: ["HarmoniaCore", "CCurl"]
+            dependencies: ["HarmoniaCore", "CCurl", "CCrypto"]
         ),
 
         // The music library: scanner, store port, queries. Platform-neutral

@@ -2,11 +2,15 @@
 // attempt, its options, and the mapping of CURLcode to what the policy
 // needs (HTTPStream decides retry or fail). Callbacks receive the owner
 // through an opaque pointer.
+import CCrypto
 import CCurl
 import HarmoniaCore
 
-/// libcurl is initialised once per process, before the first handle.
+/// libcurl is initialised once per process, before the first handle; its
+/// TLS library first, with no cleanup at exit (CShims/CCrypto/shim.h: a
+/// transfer still running on another thread while the process exits).
 private let curlGlobal: Void = {
+    _ = harmonia_openssl_init_without_atexit()
     curl_global_init(Int(CURL_GLOBAL_DEFAULT))
 }()
 

@@ -193,8 +193,10 @@ final class CacheFill: @unchecked Sendable {
                 finished = true
                 lock.broadcast()
             }
+            StreamCacheDownloads.remove(self)
         }
         thread.name = "harmonia.cache"
+        StreamCacheDownloads.add(self)
         thread.start()
     }
 
@@ -261,6 +263,36 @@ final class CacheFill: @unchecked Sendable {
             stopped = true
             lock.broadcast()
         }
+    }
+}
+
+/// The cache downloads running in this process, so that a process about to
+/// exit stops them first: each records what it holds (fsynced) rather than
+/// being cut wherever `exit` finds it. Threads: any (a mutex).
+public enum StreamCacheDownloads {
+    private static let running = Mutex<[ObjectIdentifier: CacheFill]>([:])
+
+    static func add(_ fill: CacheFill) { running.withLock { $0[ObjectIdentifier(fill)] = fill } }
+
+    static func remove(_ fill: CacheFill) { running.withLock { $0[ObjectIdentifier(fill)] = nil } }
+
+    /// Stops every cache download and waits until each has ended, for at
+    /// most `seconds` in all. Returns how many had not ended by then.
+    @discardableResult
+    public static func stopAll(waitingUpTo seconds: Double) -> Int {
+        let fills = running.withLock { Array($0.values) }
+        fills.forEach { $0.stop() }
+        let deadline = monotonicSeconds() + seconds
+        return fills.filter { fill in
+            fill.lock.withLock {
+                while !fill.finished {
+                    let left = deadline - monotonicSeconds()
+                    if left <= 0 { return true }
+                    fill.lock.wait(seconds: left)
+                }
+                return false
+            }
+        }.count
     }
 }
 

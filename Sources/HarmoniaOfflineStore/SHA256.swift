@@ -14,6 +14,7 @@ struct SHA256 {
         let pointer: OpaquePointer
 
         init() {
+            _ = Self.libraryReady
             pointer = Self.required(EVP_MD_CTX_new(), "EVP_MD_CTX_new")
             Self.check(EVP_DigestInit_ex(pointer, EVP_sha256(), nil), "EVP_DigestInit_ex")
         }
@@ -24,6 +25,10 @@ struct SHA256 {
         }
 
         deinit { EVP_MD_CTX_free(pointer) }
+
+        /// libcrypto initialised once, with no cleanup at exit (CShims/CCrypto/shim.h):
+        /// a download thread may be hashing while the process exits.
+        private static let libraryReady: Void = { _ = harmonia_openssl_init_without_atexit() }()
 
         /// libcrypto fails these calls only when out of memory: as Swift's own allocations do, that stops the process.
         static func check(_ result: Int32, _ function: String) {

@@ -3,6 +3,7 @@
 import ArgumentParser
 import HarmoniaControl
 import HarmoniaCore
+import HarmoniaOfflineStore
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -53,7 +54,9 @@ enum Entry {
         do {
             var command = try HarmoniaPlay.parseAsRoot(rawArguments)
             try command.run()
+            finishBackgroundWork()
         } catch {
+            finishBackgroundWork()
             let code = HarmoniaPlay.exitCode(for: error)
             if code == .validationFailure {
                 // Usage errors exit with 2, as command-line tools conventionally do.
@@ -63,6 +66,12 @@ enum Entry {
             }
             HarmoniaPlay.exit(withError: error)
         }
+    }
+
+    /// Before the process exits: cache downloads still running (a stream that
+    /// failed, or ended before its download) stop and record what they hold.
+    static func finishBackgroundWork() {
+        StreamCacheDownloads.stopAll(waitingUpTo: 2)
     }
 
     /// The arguments as given, in PathBytes' lossless form: a file name
