@@ -206,6 +206,15 @@ let package = Package(
             ] + (withWeb ? ["HarmoniaWebSocket", "HarmoniaUPnP"] : [])
         ),
 
+        // A process that exits while another thread is in libcrypto (the
+        // cache tests run it): exit-time cleanup must not pull the library
+        // from under that thread.
+        .executableTarget(
+            name: "harmonia-exit-probe",
+            dependencies: ["HarmoniaOfflineStore"],
+            path: "Tests/ExitProbe"
+        ),
+
         // MARK: Test support and tests (mirroring the source targets)
         .target(
             name: "CMallocCounter",

@@ -190,6 +190,43 @@ import Testing
         #expect(copy == original.prefix(copy.count))
     }
 
+    @Test("a play that ends while its stream is still being kept exits cleanly (no signal at exit), and the entry holds the file's prefix")
+    func exitWhileKeeping() throws {
+        let directory = Offline.folder("long")
+        let file = directory + "/long.flac"
+        let made = try ProcessRunner.run("/usr/bin/ffmpeg", ["-loglevel", "error", "-f", "lavfi", "-i", "anoisesrc=r=44100:d=60:a=0.3:seed=9",
+                                                             "-ac", "2", "-c:a", "flac", file])
+        try #require(made.status == 0, "\(made.stderrText)")
+        let original = try Data(contentsOf: URL(fileURLWithPath: file))
+        let server = try FaultHTTPServer(root: directory)
+        // The last second is played (read far ahead, from the network) long before the
+        // 10 MB download ends: the process exits while the download thread writes and hashes.
+        // Before the fix, OpenSSL's exit-time cleanup freed the locks that thread was using (SIGSEGV).
+        for round in 1...6 {
+            let store = Offline.folder("cache")
+            let (result, pcm) = try Self.play(store, ["--start", "59", server.url("long.flac", "rate=20000000")])
+            #expect(result.status == 0, "round \(round): exit \(result.status); \(result.stderrText)")
+            #expect(!pcm.isEmpty)
+            let entry = try #require(try Offline.list(store).first, "round \(round)")
+            let copy = try Data(contentsOf: URL(fileURLWithPath: try #require(Offline.dataFile(store))))
+            #expect(copy == original.prefix(copy.count), "round \(round)")
+            #expect(entry["complete"] as? Bool == true || (entry["held"] as? Int).map { $0 <= copy.count } == true, "round \(round): \(entry)")
+        }
+    }
+
+    @Test("a process exits while another of its threads is in libcrypto: no crash (OpenSSL's exit-time cleanup is off), 20 of 20")
+    func exitsWhileLibcryptoIsInUse() throws {
+        let server = try FaultHTTPServer()
+        let store = Offline.folder("probe")
+        #expect(try Offline.offline(["add", "--store", store, server.url(Self.flac)]).status == 0)
+        // Before the fix, 13 of 20 runs died (SIGSEGV in CRYPTO_THREAD_read_lock, or EVP_DigestInit_ex failing).
+        let probe = ProcessRunner.productsDirectory + "/harmonia-exit-probe"
+        for run in 1...20 {
+            let result = try ProcessRunner.run(probe, [store])
+            #expect(result.status == 0, "run \(run): status \(result.status); \(result.stderrText.prefix(300))")
+        }
+    }
+
     @Test("radio is never cached: ICY answers and bodies with no length leave nothing in the store")
     func radioNotCached() throws {
         let server = try FaultHTTPServer()
