@@ -309,7 +309,8 @@ final class MPRISMetadataSource {
             known = (entry.tags, entry.artURL)
         } else {
             let tags = Self.isLocal(track.url) ? try? tagReader?.read(url: track.url) : nil
-            let artURL = (tags?.artworkData ?? track.artwork).flatMap { covers?.uri(for: $0) }
+            // The embedded cover as a cached file; else a cover URL given with the entry.
+            let artURL = (tags?.artworkData ?? track.artwork).flatMap { covers?.uri(for: $0) } ?? track.artworkURL
             known = (tags, artURL)
             cache.append((track.id, track.url, tags, artURL))
             if cache.count > 4 { cache.removeFirst() }

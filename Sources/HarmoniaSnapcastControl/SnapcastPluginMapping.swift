@@ -239,6 +239,8 @@ struct PlayerSnapshot: Equatable {
     var artists: [String] = []
     var album: String?
     var trackDuration: Double?
+    /// A cover URL given with the entry (the player's `artworkUrl`).
+    var artworkURL: String?
     /// A radio's heard title.
     var streamTitle: String?
 
@@ -263,6 +265,7 @@ struct PlayerSnapshot: Equatable {
             artists = Self.strings(track["artists"]) ?? track["artist"]?.string.map { [$0] } ?? []
             album = track["album"]?.string
             trackDuration = Self.finite(track["duration"])
+            artworkURL = track["artworkUrl"]?.string
         }
         streamTitle = status["stream_title"]?.string
     }
@@ -335,7 +338,8 @@ enum SnapcastProperties {
     /// Snapcast's metadata (MPRIS' xesam names): title, artist and albumArtist
     /// as arrays, album, duration in seconds, trackId, and the embedded cover
     /// as `artData` (snapserver 0.26 serves it and sets `artUrl` itself;
-    /// specs/snapcast-control.md §Cover art).
+    /// specs/snapcast-control.md §Cover art), else a cover URL given with
+    /// the entry as `artUrl`.
     static func metadata(_ s: PlayerSnapshot, albumArtists: [String], length: Double?, cover: SnapcastCover? = nil) -> JSONValue {
         guard s.trackID != nil || s.url != nil else { return .object([]) }
         var title = s.title, artists = s.artists, album = s.album
@@ -359,7 +363,11 @@ enum SnapcastProperties {
         if let album { members.append(("album", .string(album))) }
         if !albumArtists.isEmpty { members.append(("albumArtist", .array(albumArtists.map(JSONValue.string)))) }
         if let length { members.append(("duration", .double(millis(length)))) }
-        if let cover { members.append(("artData", .object([("data", .string(cover.base64)), ("extension", .string(cover.fileExtension))]))) }
+        if let cover {
+            members.append(("artData", .object([("data", .string(cover.base64)), ("extension", .string(cover.fileExtension))])))
+        } else if let url = s.artworkURL {
+            members.append(("artUrl", .string(url)))
+        }
         return .object(members)
     }
 

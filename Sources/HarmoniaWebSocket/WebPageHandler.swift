@@ -82,9 +82,11 @@ enum WebPageFiles {
         let type: String
     }
 
-    /// Scripts and styles from the page's own files only; covers arrive as data: URLs.
+    /// Scripts and styles from the page's own files only; embedded covers
+    /// arrive as data: URLs, a cover given by URL (a UPnP control point's
+    /// albumArtURI) is an image from http(s), loaded with no referrer.
     static let contentSecurityPolicy =
-        "default-src 'self'; img-src 'self' data:; connect-src 'self' ws: wss:; style-src 'self'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+        "default-src 'self'; img-src 'self' data: http: https:; connect-src 'self' ws: wss:; style-src 'self'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
 
     private static let files: [String: File] = [
         "/": File(bytes: ByteBuffer(bytes: PackageResources.index_html), type: "text/html; charset=utf-8"),

@@ -85,6 +85,14 @@ struct MPRISMappingTests {
                 == .strings(["A", "B"]))
     }
 
+    @Test("A cover given by URL with the entry (a UPnP control point's) is mpris:artUrl when the file has no embedded cover")
+    func coverURL() {
+        let source = MPRISMetadataSource(tagReader: nil, covers: nil, currentDirectory: "/")
+        let track = Track(url: "http://host/a.flac", title: "Cast", artworkURL: "http://host/c.jpg")
+        #expect(source.metadata(for: track, lengthSeconds: nil)["mpris:artUrl"] == .string("http://host/c.jpg"))
+        #expect(source.metadata(for: Track(url: "http://host/b.flac"), lengthSeconds: nil)["mpris:artUrl"] == nil)
+    }
+
     @Test("Metadata without tags: the file name as title, no empty fields; no track: NoTrack alone")
     func metadataSparse() {
         let bare = MPRISMapping.metadata(track: Track(url: "http://host/live.ogg"), tags: nil, lengthSeconds: nil,

@@ -41,6 +41,21 @@ struct SnapcastControlMappingTests {
         #expect(PlayerSnapshot(status: Self.playing)?.artists == ["Artist"])
     }
 
+    @Test("a cover given by URL (the player's artworkUrl) is Snapcast's artUrl; an embedded cover's artData wins")
+    func coverURL() throws {
+        let status = Self.json("""
+            {"state":"playing","position":1,"duration":2,"volume":50,"muted":false,"index":0,"count":1,"repeat":"off","shuffle":false,
+             "track":{"id":"E3","url":"http://h/a.flac","title":"Cast","artworkUrl":"http://h/c.jpg","duration":2}}
+            """)
+        let snapshot = try #require(PlayerSnapshot(status: status))
+        #expect(SnapcastProperties.properties(snapshot, albumArtists: [])["metadata"]?["artUrl"] == .string("http://h/c.jpg"))
+        let cover = try #require(SnapcastCover(result: Self.json(#"{"mime":"image/png","extension":"png","bytes":4,"data":"iVBORw=="}"#)))
+        let withCover = SnapcastProperties.properties(snapshot, albumArtists: [], cover: cover)["metadata"]
+        #expect(withCover?["artUrl"] == nil && withCover?["artData"] != nil)
+        let plain = try #require(PlayerSnapshot(status: Self.playing))
+        #expect(SnapcastProperties.properties(plain, albumArtists: [])["metadata"]?["artUrl"] == nil)
+    }
+
     @Test("every property is always present (snapserver replaces the whole set)")
     func complete() throws {
         let keys = ["playbackStatus", "loopStatus", "shuffle", "volume", "position", "canGoNext", "canGoPrevious",

@@ -125,6 +125,22 @@ func faultCode(_ body: () throws -> Any) -> Int? {
         #expect(faultCode { try DIDLLite.read("<!DOCTYPE x><DIDL-Lite/>") } == 402)
     }
 
+    @Test("albumArtURI: an http(s) cover becomes the entry's artworkURL and is in our own DIDL-Lite; other schemes are dropped")
+    func albumArt() throws {
+        func didl(_ art: String) -> String {
+            #"<DIDL-Lite><item><dc:title>T</dc:title><upnp:albumArtURI>"# + art + #"</upnp:albumArtURI></item></DIDL-Lite>"#
+        }
+        let (track, _) = try UPnPRenderer.track(uri: "http://h/a.flac", metadata: didl("https://h/cover.jpg?size=500&amp;q=1"))
+        #expect(track.artworkURL == "https://h/cover.jpg?size=500&q=1")
+        for bad in ["file:///etc/passwd", "javascript:alert(1)", "data:image/png;base64,AAAA", "/c.jpg", "http://h/a b.jpg", "http://"] {
+            #expect(try UPnPRenderer.track(uri: "http://h/a.flac", metadata: didl(bad)).0.artworkURL == nil, "\(bad)")
+        }
+        let made = DIDLLite.make(title: "T", artists: [], album: nil, url: "http://h/a.flac", artworkURL: "http://h/c.jpg?a=1&b=2")
+        #expect(made.contains("<upnp:albumArtURI>http://h/c.jpg?a=1&amp;b=2</upnp:albumArtURI>"))
+        #expect(try DIDLLite.read(made).albumArtURI == "http://h/c.jpg?a=1&b=2")
+        #expect(!DIDLLite.make(title: "T", artists: [], album: nil, url: "http://h/a.flac").contains("albumArtURI"))
+    }
+
     @Test func onlyHTTPURIsArePlayed() throws {
         for bad in ["file:///etc/passwd", "/etc/passwd", "ftp://h/a.mp3", "http://", "smb://h/a", "http://h/a b"] {
             #expect(faultCode { try UPnPRenderer.track(uri: bad, metadata: nil) } == 716)

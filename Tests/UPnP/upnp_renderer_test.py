@@ -12,6 +12,7 @@ condition (an event, a polled value, a line), bounded in time; none sleeps
 for a fixed while. Prints one line per check and 'N passed, 0 failed'.
 """
 import asyncio
+import json
 import math
 import os
 import re
@@ -97,8 +98,9 @@ class SSDPWatcher:
 
 class Renderer(ServeProcess):
     def __init__(self, binary, work, ssdp_port, output="null"):
+        self.control_path = os.path.join(work, "control.sock")
         super().__init__(binary, work, ["--output", output, "--upnp-listen", "127.0.0.1:0",
-                                        "--upnp-ssdp-port", str(ssdp_port or "off")])
+                                        "--upnp-ssdp-port", str(ssdp_port or "off"), "--control", "unix:" + self.control_path])
         try:
             self.location = self.wait_line(r"UPnP renderer \"Harmonia test\" on (http://\S+)")
             self.mpd_port = int(self.wait_line(r"MPD protocol on 127\.0\.0\.1:(\d+)"))
@@ -106,6 +108,20 @@ class Renderer(ServeProcess):
         except BaseException:
             self.stop()  # not left running after a failed start
             raise
+
+    def control(self, command):
+        """One control-protocol request on the JSON-lines socket: its reply's result (events skipped)."""
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(10)
+            s.connect(self.control_path)
+            f = s.makefile("rwb")
+            f.write((json.dumps({"message_id": 1, "command": command}) + "\n").encode())
+            f.flush()
+            for _ in range(1000):
+                reply = json.loads(f.readline())
+                if reply.get("message_id") == 1:
+                    return reply.get("result")
+            raise AssertionError(f"no reply to {command}")
 
     def mpd(self, *commands):
         """One MPD connection: each command's answer lines."""
@@ -337,6 +353,9 @@ async def main(binary):
         check(True, "Play: PLAYING evented")
         song = dict(line.split(": ", 1) for line in renderer.mpd("currentsong")[0] if ": " in line)
         check(song.get("Title") == "Sine Song" and song.get("Artist") == "Test Artist", "MPD's currentsong shows the DIDL title and artist")
+        track = (renderer.control("status") or {}).get("track") or {}
+        check(track.get("artworkUrl") == files_base + "/cover.jpg" and dmr.media_image_url == files_base + "/cover.jpg",
+              "albumArtURI: the control protocol's status (the web remote's, the Snapcast bridge's) and CurrentTrackMetaData carry it")
 
         await dmr.async_update()
         first = dmr.media_position

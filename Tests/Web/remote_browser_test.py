@@ -200,6 +200,58 @@ def offline_check(play, page, music):
         http_server.shutdown()
 
 
+def cast_cover_check(play, page, server, music):
+    """A UPnP control point casts a song with an albumArtURI (SetAVTransportURI and Play as raw SOAP, the
+    DIDL-Lite as Home Assistant writes it): the page shows that image as the cover, which the page's
+    Content-Security-Policy lets in, and the status carries it as the track's artworkUrl."""
+    import functools
+    import html
+    import http.server
+    import urllib.request
+    location = next((m.group(1) for line in server.lines
+                     for m in [re.search(r'UPnP renderer ".*" on (http://\S+)', line)] if m), None)
+    if not location:
+        raise Failure("serve did not name its UPnP renderer's description URL: " + " | ".join(server.lines[-5:]))
+    control = location.replace("/description.xml", "/upnp/AVTransport/control")
+    root = os.path.dirname(music)  # holds music/ and cover.png
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=root)
+    handler.log_message = lambda *args: None
+    http_server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=http_server.serve_forever, daemon=True).start()
+    try:
+        base = f"http://127.0.0.1:{http_server.server_address[1]}"
+        song = base + "/music/" + "/".join(part.replace(" ", "%20") for part in f"{SONGS[1][0]}/{SONGS[1][1]}".split("/"))
+        cover = base + "/cover.png"
+        didl = ('<DIDL-Lite xmlns="urn:schemas-upnp-org:metadata-1-0/DIDL-Lite/" xmlns:dc="http://purl.org/dc/elements/1.1/" '
+                'xmlns:upnp="urn:schemas-upnp-org:metadata-1-0/upnp/"><item id="0" parentID="-1" restricted="false">'
+                f'<dc:title>Cast song</dc:title><upnp:albumArtURI>{html.escape(cover)}</upnp:albumArtURI>'
+                '<upnp:class>object.item.audioItem.musicTrack</upnp:class>'
+                f'<res protocolInfo="http-get:*:audio/flac:*">{html.escape(song)}</res></item></DIDL-Lite>')
+        service = "urn:schemas-upnp-org:service:AVTransport:1"
+        for action, inner in (("SetAVTransportURI", f"<InstanceID>0</InstanceID><CurrentURI>{html.escape(song)}</CurrentURI>"
+                                                    f"<CurrentURIMetaData>{html.escape(didl)}</CurrentURIMetaData>"),
+                              ("Play", "<InstanceID>0</InstanceID><Speed>1</Speed>")):
+            body = ('<?xml version="1.0"?><s:Envelope xmlns:s="http://schemas.xmlsoap.org/soap/envelope/" '
+                    's:encodingStyle="http://schemas.xmlsoap.org/soap/encoding/"><s:Body>'
+                    f'<u:{action} xmlns:u="{service}">{inner}</u:{action}></s:Body></s:Envelope>')
+            request = urllib.request.Request(control, data=body.encode(), method="POST", headers={
+                "Content-Type": 'text/xml; charset="utf-8"', "SOAPACTION": f'"{service}#{action}"'})
+            with urllib.request.urlopen(request, timeout=10) as answer:
+                if answer.status != 200:
+                    raise Failure(f"{action}: HTTP {answer.status}")
+        wait_until("'Cast song' in the 'Now playing' region", lambda: "Cast song" in page.now_playing().text)
+        wait_until("the cast cover shown", lambda: page.driver.execute_script(
+            "const i = document.querySelector('section[aria-label=\"Now playing\"] img');"
+            "return !!i && !i.hidden && i.complete && i.naturalWidth > 0 && i.src === arguments[0]", cover))
+        track = play.status()["track"]
+        if track.get("artworkUrl") != cover:
+            raise Failure(f"the status track's artworkUrl is {track.get('artworkUrl')!r}, not {cover!r}")
+        passed("a UPnP control point's albumArtURI is the page's cover (and the status track's artworkUrl): "
+               + page.screenshot("desktop-cast-cover.png"))
+    finally:
+        http_server.shutdown()
+
+
 # MARK: - The browser
 
 def open_browser():
@@ -306,7 +358,8 @@ def run(binary, artifacts):
     servers, driver = [], None
     try:
         make_music(music)
-        server = Server(binary, music, folder, os.path.join(artifacts, "server-1.log"))
+        server = Server(binary, music, folder, os.path.join(artifacts, "server-1.log"),
+                        extra=("--upnp", "--upnp-listen", "127.0.0.1:0", "--upnp-ssdp-port", "off"))
         servers.append(server)
         port = server.port
         play = Protocol(port)
@@ -482,6 +535,8 @@ def run(binary, artifacts):
         wait_until("the queue shown on the desktop", lambda: page.queue_items()[0].is_displayed())
         passed(f"a desktop screen ({DESKTOP[0]}×{DESKTOP[1]}) shows everything at once: "
                + page.screenshot("desktop.png"))
+
+        cast_cover_check(play, page, server, music)
 
         # The server restarts: the page says so, reconnects and reloads
         exit_status = server.stop()

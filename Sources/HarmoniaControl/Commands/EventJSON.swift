@@ -113,6 +113,7 @@ public enum EventJSON {
             ("album", optional(track.album)),
             ("duration", track.duration.map(number) ?? .null),
         ]
+        if let artworkURL = track.artworkURL { members.append(("artworkUrl", .string(artworkURL))) }
         if let offline { members.append(("offline", .bool(offline))) }
         return .object(members)
     }

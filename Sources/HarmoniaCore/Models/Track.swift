@@ -30,6 +30,10 @@ public struct Track: Sendable, Equatable, Hashable, Codable, Identifiable {
     public var duration: Double?
     /// Embedded cover art (JPEG or PNG bytes), when the file carries one.
     public var artwork: Data?
+    /// Cover art at an http(s) URL, given with the entry (a UPnP control
+    /// point's `albumArtURI`); frontends show it where the file has no
+    /// embedded cover. Whoever sets it checks the scheme.
+    public var artworkURL: String?
     /// Seconds into the file where the track begins; `nil` is the start.
     public var start: Double?
     /// Seconds into the file where the track ends; `nil` is the end of the file.
@@ -40,7 +44,7 @@ public struct Track: Sendable, Equatable, Hashable, Codable, Identifiable {
     /// `artists` wins over `artist` when both are given.
     public init(url: String, id: UUID = UUID(), title: String? = nil, artist: String? = nil,
                 album: String? = nil, duration: Double? = nil, artwork: Data? = nil,
-                start: Double? = nil, end: Double? = nil, artists: [String]? = nil) {
+                start: Double? = nil, end: Double? = nil, artists: [String]? = nil, artworkURL: String? = nil) {
         self.id = id
         self.url = url
         self.title = title
@@ -50,6 +54,7 @@ public struct Track: Sendable, Equatable, Hashable, Codable, Identifiable {
         self.artwork = artwork
         self.start = start
         self.end = end
+        self.artworkURL = artworkURL
     }
 
     /// Fills the fields the tags carry, keeping any already set (a playlist's

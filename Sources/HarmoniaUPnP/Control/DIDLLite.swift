@@ -1,5 +1,6 @@
 // DIDL-Lite metadata: read from a control point, made for our own entries
 // — specs/upnp.md §Mapping to the application layer
+import Foundation
 import HarmoniaCore
 
 /// What a DIDL-Lite item says of a track.
@@ -7,6 +8,8 @@ public struct DIDLItem: Sendable, Equatable {
     public var title: String?
     public var artists: [String] = []
     public var album: String?
+    /// The cover's URL: http or https only (another scheme is left out, so
+    /// no frontend is ever handed a `file:` or `javascript:` URL).
     public var albumArtURI: String?
     /// The MIME type of the first `res` (its protocolInfo's third field).
     public var mimeType: String?
@@ -37,7 +40,7 @@ public enum DIDLLite {
             case "artist", "creator":
                 if let artist = clean(child.text), !item.artists.contains(artist), item.artists.count < 16 { item.artists.append(artist) }
             case "album": item.album = item.album ?? clean(child.text)
-            case "albumArtURI": item.albumArtURI = item.albumArtURI ?? clean(child.text)
+            case "albumArtURI": item.albumArtURI = item.albumArtURI ?? clean(child.text).flatMap(webURL)
             case "res":
                 if item.mimeType == nil, let info = child.attributes["protocolInfo"] {
                     let fields = info.split(separator: ":", omittingEmptySubsequences: false)
@@ -49,13 +52,23 @@ public enum DIDLLite {
         return item
     }
 
+    /// `text` when it is an http(s) URL with a host and no space or control character.
+    static func webURL(_ text: String) -> String? {
+        let lower = text.lowercased()
+        guard lower.hasPrefix("http://") || lower.hasPrefix("https://"),
+              !text.contains(where: { $0.isWhitespace || $0.asciiValue.map { $0 < 0x20 || $0 == 0x7F } == true }),
+              URL(string: text)?.host?.isEmpty == false else { return nil }
+        return text
+    }
+
     /// A DIDL-Lite item for an entry we queued ourselves (or another frontend did).
-    public static func make(title: String?, artists: [String], album: String?, url: String) -> String {
+    public static func make(title: String?, artists: [String], album: String?, url: String, artworkURL: String? = nil) -> String {
         var item = "<DIDL-Lite xmlns=\"urn:schemas-upnp-org:metadata-1-0/DIDL-Lite/\" xmlns:dc=\"http://purl.org/dc/elements/1.1/\" "
             + "xmlns:upnp=\"urn:schemas-upnp-org:metadata-1-0/upnp/\"><item id=\"0\" parentID=\"-1\" restricted=\"1\">"
         item += "<dc:title>\(UPnPXML.escape(title ?? lastComponent(url)))</dc:title>"
         for artist in artists { item += "<upnp:artist>\(UPnPXML.escape(artist))</upnp:artist>" }
         if let album { item += "<upnp:album>\(UPnPXML.escape(album))</upnp:album>" }
+        if let artworkURL { item += "<upnp:albumArtURI>\(UPnPXML.escape(artworkURL))</upnp:albumArtURI>" }
         item += "<upnp:class>object.item.audioItem.musicTrack</upnp:class></item></DIDL-Lite>"
         return item
     }

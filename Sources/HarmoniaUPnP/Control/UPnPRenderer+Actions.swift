@@ -15,7 +15,7 @@ extension UPnPRenderer {
             let wasPlaying = service.state == .playing || service.state == .buffering
             service.clearQueue()
             service.enqueue([track])
-            metadata = [track.id: didl ?? DIDLLite.make(title: track.title, artists: track.artists, album: track.album, url: track.url)]
+            metadata = [track.id: didl ?? DIDLLite.make(title: track.title, artists: track.artists, album: track.album, url: track.url, artworkURL: track.artworkURL)]
             transportEntry = track.id
             nextEntry = nil
             if wasPlaying { try Self.run { () throws(CoreError) in try actions.play() } }
@@ -196,17 +196,13 @@ extension UPnPRenderer {
     static func track(uri: String?, metadata: String?) throws(UPnPError) -> (Track, String?) {
         guard let uri = uri?.trimmingSpaces(), !uri.isEmpty else { throw .invalidArgs("no URI") }
         guard uri.utf8.count <= 8192 else { throw .resourceNotFound("the URI is over 8 KiB") }
-        let lower = uri.lowercased()
-        guard lower.hasPrefix("http://") || lower.hasPrefix("https://"), URL(string: uri)?.host?.isEmpty == false,
-              !uri.contains(where: { $0.isWhitespace || $0.asciiValue.map { $0 < 0x20 } == true }) else {
-            throw .resourceNotFound("only http and https URLs are played")
-        }
+        guard DIDLLite.webURL(uri) != nil else { throw .resourceNotFound("only http and https URLs are played") }
         let item = try DIDLLite.read(metadata ?? "")
         if let mime = item.mimeType, mime != "*", !(mime.hasPrefix("audio/") || mime == "application/ogg" || mime == "application/octet-stream") {
             throw .illegalMIME("\(mime.prefix(80)) is not audio")
         }
         let didl = (metadata?.isEmpty ?? true) ? nil : metadata
-        return (Track(url: uri, title: item.title, album: item.album, artists: item.artists), didl)
+        return (Track(url: uri, title: item.title, album: item.album, artists: item.artists, artworkURL: item.albumArtURI), didl)
     }
 
     /// Runs an engine call; its error becomes 701 (the transition is not

@@ -603,7 +603,9 @@ async function loadCover() {
   const track = state.player.track, key = track ? track.id : "", img = $("cover");
   state.coverKey = key;
   let source = null;
-  if (track) {
+  if (track && /^https?:\/\//i.test(track.artworkUrl || "")) {
+    source = track.artworkUrl;  // a cover given by URL (a UPnP control point's)
+  } else if (track) {
     try {
       const r = await client.request("cover");
       source = "data:" + r.mime + ";base64," + r.data;
