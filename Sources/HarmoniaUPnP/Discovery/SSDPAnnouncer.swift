@@ -37,7 +37,8 @@ public struct SSDPInterface: Sendable, Equatable {
 ///   that joined the group (so on loopback only, only loopback senders are
 ///   answered).
 ///
-/// Threads: `start` and `shutdown` from one thread; the rest on its loop.
+/// Threads: `start` and `shutdown` from one thread, never the event loop's
+/// (they wait for it); the rest on its loop.
 public final class SSDPAnnouncer: @unchecked Sendable {
     public static let multicastAddress = "239.255.255.250"
     let port: Int
@@ -160,7 +161,14 @@ public final class SSDPAnnouncer: @unchecked Sendable {
     /// Sends byebye for every target on every interface and closes the
     /// sockets (waits for the sends).
     public func shutdown() {
-        repeating?.cancel()
+        // Cancelled on the loop and waited for: an announce running there
+        // reads `senders`, which is emptied below.
+        if let repeating, let loop = receiver?.eventLoop {
+            let cancelled = loop.makePromise(of: Void.self)
+            repeating.cancel(promise: cancelled)
+            try? cancelled.futureResult.wait()
+        }
+        repeating = nil
         guard receiver != nil else { return }
         announce("ssdp:byebye")
         for (_, channel) in senders { try? channel.close().wait() }
