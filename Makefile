@@ -37,6 +37,16 @@ PULSE_DIR ?= /tmp/harmonia-pulse-$(shell id -u)-$(shell printf '%s' "$(CURDIR)" 
 WITH_PULSE = bash Tests/pulse-test-server.sh start $(PULSE_DIR) && status=0; \
 	HARMONIA_PULSE_DIR=$(PULSE_DIR)
 
+# What make runs never reports to a user's ListenBrainz account, and the
+# tests keep their history, offline copies, stream cache, library and state
+# under .build/test-xdg (play and serve default to $XDG_DATA_HOME and
+# $XDG_STATE_HOME), never in the user's own folders.
+unexport HARMONIA_LISTENBRAINZ_TOKEN
+TEST_XDG := $(CURDIR)/.build/test-xdg
+TEST_TARGETS := test-unit test-pipewire test-hostile test-examples test-asan test-tsan vectors
+$(TEST_TARGETS): export XDG_DATA_HOME = $(TEST_XDG)/data
+$(TEST_TARGETS): export XDG_STATE_HOME = $(TEST_XDG)/state
+
 .PHONY: all deps swift upnp-client build release demo docs test test-unit test-pipewire test-hostile test-examples test-asan test-tsan vectors fuzz bench clean
 
 all: build
