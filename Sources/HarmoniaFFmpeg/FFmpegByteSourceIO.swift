@@ -17,7 +17,7 @@ import Glibc
 final class FFmpegByteSourceIO {
     let source: any ByteSource
     private(set) var context: UnsafeMutablePointer<AVIOContext>?
-    /// The last failure of the source, in its own words.
+    /// The failure of the source's last read, in its own words (nil once a read succeeds again).
     private(set) var error: CoreError?
     private static let bufferSize: Int32 = 64 << 10
 
@@ -60,6 +60,7 @@ final class FFmpegByteSourceIO {
         guard let buffer, size > 0 else { return 0 }
         do {
             let n = try source.read(into: buffer, count: Int(size))
+            if n > 0 { self.error = nil }  // a failed read the demuxer got past (a probe at the end) is not the stream's error
             return n == 0 ? hc_averror_eof() : Int32(n)
         } catch {
             self.error = error

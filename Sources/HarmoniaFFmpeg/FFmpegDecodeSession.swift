@@ -497,6 +497,9 @@ final class FFmpegDecodeSession {
         // Interrupted (a signal, quit): the packet was cut short by us, not
         // damaged; nothing to report, and nothing more to read.
         if input.readGuard.interrupt.isSet { throw .ioError("\(input.url): reading was interrupted") }
+        // The network gave up mid-packet: the packet is cut short, not
+        // damaged; the network's error is the one to report.
+        if let networkError = input.networkError { throw networkError }
         consecutiveErrors += 1
         // The next good frame's timestamp shows the gap (filled with silence).
         logger.warn("\(input.url): skipped corrupt data near \(at) (\(error))")

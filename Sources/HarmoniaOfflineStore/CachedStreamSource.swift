@@ -141,6 +141,8 @@ final class CacheFill: @unchecked Sendable {
     var finished = false
     var failure: CoreError?
     var stopped = false
+    /// What a resumed download holds before its first answer (`holding`).
+    private var held: (have: Int64, total: Int64)?
 
     init(key: String, path: String) {
         self.key = key
@@ -159,6 +161,7 @@ final class CacheFill: @unchecked Sendable {
             let tap = DownloadTap(
                 admit: { total in self.admit(total: total, store: store, limit: limit) },
                 written: { have in self.lock.withLock { self.available = have; self.answered = true; self.lock.broadcast() } },
+                holding: { have, total in self.holding(have, of: total) },
                 restarting: { self.lock.withLock { self.available = 0; self.version += 1 } },
                 shouldStop: { self.lock.withLock { self.stopped } },
                 refused: { status in
@@ -171,6 +174,7 @@ final class CacheFill: @unchecked Sendable {
                 result = .success(try downloader.download(url: url, key: key, pinned: false, wait: false, tap: tap) { progress in
                     switch progress {
                     case .retrying(_, let have, _):
+                        self.serverUnreachable()
                         attempts += 1
                         observer?(.reconnecting(attempt: attempts, byte: have))
                     case .started(_, _, let have, _) where attempts > 0:
@@ -212,6 +216,28 @@ final class CacheFill: @unchecked Sendable {
     private func accept(_ total: Int64) -> Bool {
         lock.withLock { self.total = total }
         return true
+    }
+
+    /// The download holds bytes [0, `have`) of a `total`-byte resource,
+    /// vouched for by a validator, before its first request. Kept until the
+    /// server answers; should it not (`serverUnreachable`), the reader starts
+    /// on them.
+    private func holding(_ have: Int64, of total: Int64) {
+        lock.withLock { held = (have, total) }
+    }
+
+    /// An attempt failed before any answer: with no network, the reader
+    /// plays the held bytes now, and its read fails at their end (after the
+    /// network timeout). Should the server come back with another version,
+    /// the download starts over and the read fails rather than splice (`version`).
+    private func serverUnreachable() {
+        lock.withLock {
+            guard !answered, let held else { return }
+            total = held.total
+            available = held.have
+            answered = true
+            lock.broadcast()
+        }
     }
 
     /// Waits until the download has an accepted answer (true) or ended

@@ -112,6 +112,10 @@ struct DownloadTap {
     var admit: (_ total: Int64) -> Bool = { _ in true }
     /// Bytes [0, have) are in the file (written; fsynced or not) and belong to one version.
     var written: (_ have: Int64) -> Void = { _ in }
+    /// Before the first request of a resumed download (this process holds the
+    /// entry's lock): bytes [0, have) of a `total`-byte resource are in the
+    /// file, vouched for by a recorded validator.
+    var holding: (_ have: Int64, _ total: Int64) -> Void = { _, _ in }
     /// Called before the held bytes are dropped to start over (another version).
     var restarting: () -> Void = {}
     /// Polled between writes and about once a second in a wait: true ends the download, the entry kept partial.
@@ -188,6 +192,7 @@ private struct Job {
         // Killed after the last byte was written but before the row said
         // complete: every byte is here, vouched for by the recorded validators.
         if let size, size > 0, have == size { return try finish() }
+        if have > 0, validator != nil, let size, have < size { tap.holding(have, size) }
         var bestHave = have
         var lastGain = monotonicSeconds()
         var restarts = 0

@@ -127,6 +127,25 @@ import Testing
         #expect(FileManager.default.contentsEqual(atPath: Offline.dataFile(store)!, andPath: Fixtures.named(Self.flac).path))
     }
 
+    @Test("with no network, a partial entry plays the bytes it holds, then fails in one line at their end; nothing spliced")
+    func partialWithoutNetwork() throws {
+        let server = try FaultHTTPServer()
+        let store = Offline.folder("cache")
+        let drop = ["--cache-key-drop", "cutat"]
+        let (cut, cutPCM) = try Self.play(store, drop + ["--network-timeout", "1", server.url(Self.flac, "cutat=30000")])
+        #expect(cut.status == 1)
+        #expect(try Offline.list(store).first?["held"] as? Int == 30_000)
+        let url = server.url(Self.flac)
+        server.stop()  // the same URL now refuses every connection
+        let (offline, pcm) = try Self.play(store, drop + ["--network-timeout", "1", url])
+        #expect(offline.status == 1)
+        #expect(offline.stderrText.split(separator: "\n").count == 1, "\(offline.stderrText)")
+        let local = try Self.localPCM(Self.flac)
+        // What the held bytes decode to: as much as the cut play gave, the file's own samples.
+        #expect(!pcm.isEmpty && pcm.count >= cutPCM.count && pcm == local.prefix(pcm.count), "\(pcm.count) of \(local.count) bytes; cut play \(cutPCM.count)")
+        #expect(try Offline.list(store).first?["held"] as? Int == 30_000)
+    }
+
     @Test("the file changed on the server between two plays (new ETag): the partial is started over from byte 0, never spliced")
     func changedBetweenPlays() throws {
         let root = try Offline.root(with: Self.flac)
