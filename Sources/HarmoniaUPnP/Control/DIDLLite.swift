@@ -61,7 +61,12 @@ public enum DIDLLite {
         return text
     }
 
-    /// A DIDL-Lite item for an entry we queued ourselves (or another frontend did).
+    /// A DIDL-Lite item for `track`, an entry we queued ourselves (or another frontend did).
+    public static func make(for track: Track) -> String {
+        make(title: track.title, artists: track.artists, album: track.album, url: track.url, artworkURL: track.artworkURL)
+    }
+
+    /// A DIDL-Lite item from these fields.
     public static func make(title: String?, artists: [String], album: String?, url: String, artworkURL: String? = nil) -> String {
         var item = "<DIDL-Lite xmlns=\"urn:schemas-upnp-org:metadata-1-0/DIDL-Lite/\" xmlns:dc=\"http://purl.org/dc/elements/1.1/\" "
             + "xmlns:upnp=\"urn:schemas-upnp-org:metadata-1-0/upnp/\"><item id=\"0\" parentID=\"-1\" restricted=\"1\">"

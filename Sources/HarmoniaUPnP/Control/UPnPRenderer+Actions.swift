@@ -15,7 +15,7 @@ extension UPnPRenderer {
             let wasPlaying = service.state == .playing || service.state == .buffering
             service.clearQueue()
             service.enqueue([track])
-            metadata = [track.id: didl ?? DIDLLite.make(title: track.title, artists: track.artists, album: track.album, url: track.url, artworkURL: track.artworkURL)]
+            metadata = [track.id: didl ?? DIDLLite.make(for: track)]
             transportEntry = track.id
             nextEntry = nil
             if wasPlaying { try Self.run { () throws(CoreError) in try actions.play() } }

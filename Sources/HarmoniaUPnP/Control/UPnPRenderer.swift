@@ -89,7 +89,7 @@ public final class UPnPRenderer: @unchecked Sendable {
     /// the entry's title, artists and album.
     func didl(for track: Track?) -> String {
         guard let track else { return "" }
-        return metadata[track.id] ?? DIDLLite.make(title: track.title, artists: track.artists, album: track.album, url: track.url, artworkURL: track.artworkURL)
+        return metadata[track.id] ?? DIDLLite.make(for: track)
     }
 
     func entry(_ id: UUID?) -> Track? {
