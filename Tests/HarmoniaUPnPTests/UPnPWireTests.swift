@@ -139,6 +139,10 @@ func faultCode(_ body: () throws -> Any) -> Int? {
         #expect(made.contains("<upnp:albumArtURI>http://h/c.jpg?a=1&amp;b=2</upnp:albumArtURI>"))
         #expect(try DIDLLite.read(made).albumArtURI == "http://h/c.jpg?a=1&b=2")
         #expect(!DIDLLite.make(title: "T", artists: [], album: nil, url: "http://h/a.flac").contains("albumArtURI"))
+        // Whole or not at all: a long cover URL is kept as it is, one past 2 KiB is dropped, never cut.
+        let long = "http://h/" + String(repeating: "c", count: 1500)
+        #expect(try UPnPRenderer.track(uri: "http://h/a.flac", metadata: didl(long)).0.artworkURL == long)
+        #expect(try UPnPRenderer.track(uri: "http://h/a.flac", metadata: didl(long + long)).0.artworkURL == nil)
     }
 
     @Test func onlyHTTPURIsArePlayed() throws {

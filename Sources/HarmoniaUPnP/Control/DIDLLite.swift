@@ -40,7 +40,10 @@ public enum DIDLLite {
             case "artist", "creator":
                 if let artist = clean(child.text), !item.artists.contains(artist), item.artists.count < 16 { item.artists.append(artist) }
             case "album": item.album = item.album ?? clean(child.text)
-            case "albumArtURI": item.albumArtURI = item.albumArtURI ?? clean(child.text).flatMap(webURL)
+            case "albumArtURI":
+                // Whole or not at all: a cut URL names another resource.
+                let text = child.text.trimmingSpaces()
+                if item.albumArtURI == nil, text.utf8.count <= 2048 { item.albumArtURI = webURL(text) }
             case "res":
                 if item.mimeType == nil, let info = child.attributes["protocolInfo"] {
                     let fields = info.split(separator: ":", omittingEmptySubsequences: false)
