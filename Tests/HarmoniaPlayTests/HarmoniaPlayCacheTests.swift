@@ -108,13 +108,23 @@ import Testing
         #expect(try Offline.list(store).contains { $0["key"] as? String == "album/1" })
     }
 
+    /// Drops the `cutat` fault from the cache key, so a cut play and a whole one share an entry.
+    static let dropCut = ["--cache-key-drop", "cutat"]
+
+    /// Plays `flac` from `server` cut at byte 30,000 into the cache of `store` (it fails, exit 1): a partial entry.
+    /// - Returns: what the cut play produced.
+    static func cutPlay(_ server: FaultHTTPServer, _ store: String) throws -> Data {
+        let (cut, pcm) = try play(store, dropCut + ["--network-timeout", "1", server.url(flac, "cutat=30000")])
+        #expect(cut.status == 1)
+        return pcm
+    }
+
     @Test("a stream cut mid-way keeps its partial; the replay reads it from disk and asks (Range, If-Range) only for the rest")
     func partialThenRest() throws {
         let server = try FaultHTTPServer()
         let store = Offline.folder("cache")
-        let drop = ["--cache-key-drop", "cutat"]
-        let (cut, _) = try Self.play(store, drop + ["--network-timeout", "1", server.url(Self.flac, "cutat=30000")])
-        #expect(cut.status == 1)
+        let drop = Self.dropCut
+        _ = try Self.cutPlay(server, store)
         let partial = try #require(try Offline.list(store).first)
         #expect(partial["complete"] as? Bool == false && partial["held"] as? Int == 30_000 && partial["size"] as? Int == Self.flacSize)
         let before = server.requests.count
@@ -131,9 +141,8 @@ import Testing
     func partialWithoutNetwork() throws {
         let server = try FaultHTTPServer()
         let store = Offline.folder("cache")
-        let drop = ["--cache-key-drop", "cutat"]
-        let (cut, cutPCM) = try Self.play(store, drop + ["--network-timeout", "1", server.url(Self.flac, "cutat=30000")])
-        #expect(cut.status == 1)
+        let drop = Self.dropCut
+        let cutPCM = try Self.cutPlay(server, store)
         #expect(try Offline.list(store).first?["held"] as? Int == 30_000)
         let url = server.url(Self.flac)
         server.stop()  // the same URL now refuses every connection
@@ -151,9 +160,8 @@ import Testing
         let root = try Offline.root(with: Self.flac)
         let server = try FaultHTTPServer(root: root)
         let store = Offline.folder("cache")
-        let drop = ["--cache-key-drop", "cutat"]
-        let (cut, _) = try Self.play(store, drop + ["--network-timeout", "1", server.url(Self.flac, "cutat=30000")])
-        #expect(cut.status == 1)
+        let drop = Self.dropCut
+        _ = try Self.cutPlay(server, store)
         #expect(try Offline.list(store).first?["held"] as? Int == 30_000)
         // Another version under the same name: another size and time, so another ETag.
         let other = "flac_s24_stereo_96k.flac"

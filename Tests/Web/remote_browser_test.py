@@ -17,6 +17,8 @@ chromium-driver, python3-selenium and python3-websockets, and ffmpeg.
 """
 import argparse
 import asyncio
+import contextlib
+import http.server
 import json
 import os
 import re
@@ -167,19 +169,35 @@ class Protocol:
         return self("status")
 
 
+@contextlib.contextmanager
+def serving(directory):
+    """`directory` over HTTP on a loopback port, quietly, for the length of the block: its base URL."""
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, directory=directory, **kwargs)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def url_path(relative):
+    """A path of the music folder as a URL's path (spaces escaped)."""
+    return "/".join(part.replace(" ", "%20") for part in relative.split("/"))
+
+
 def offline_check(play, page, music):
     """offline/add of a song served over HTTP on loopback, queue/add of its URL: the page's entry reads
     'Offline copy' (text inside the entry's button, so it is in its accessible name); offline/remove clears it."""
-    import functools
-    import http.server
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=music)
-    handler.log_message = lambda *args: None
-    http_server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=http_server.serve_forever, daemon=True).start()
-    try:
-        folder, name = SONGS[0][0], SONGS[0][1]
-        url = f"http://127.0.0.1:{http_server.server_address[1]}/" + "/".join(
-            part.replace(" ", "%20") for part in (folder + "/" + name).split("/"))
+    with serving(music) as base:
+        url = base + "/" + url_path(f"{SONGS[0][0]}/{SONGS[0][1]}")
         play("offline/add", url=url)
         wait_until("the offline copy complete (offline/list)",
                    lambda: any(e["key"] == url and e["complete"] for e in play("offline/list")["entries"]))
@@ -196,31 +214,21 @@ def offline_check(play, page, music):
         wait_until("the offline mark gone after offline/remove", lambda: entry() is None)
         play("queue/remove", index=len(play("queue/items")["items"]) - 1)  # its server goes away below
         passed("offline/remove clears the entry's 'Offline copy'")
-    finally:
-        http_server.shutdown()
 
 
 def cast_cover_check(play, page, server, music):
     """A UPnP control point casts a song with an albumArtURI (SetAVTransportURI and Play as raw SOAP, the
     DIDL-Lite as Home Assistant writes it): the page shows that image as the cover, which the page's
     Content-Security-Policy lets in, and the status carries it as the track's artworkUrl."""
-    import functools
     import html
-    import http.server
     import urllib.request
     location = next((m.group(1) for line in server.lines
                      for m in [re.search(r'UPnP renderer ".*" on (http://\S+)', line)] if m), None)
     if not location:
         raise Failure("serve did not name its UPnP renderer's description URL: " + " | ".join(server.lines[-5:]))
     control = location.replace("/description.xml", "/upnp/AVTransport/control")
-    root = os.path.dirname(music)  # holds music/ and cover.png
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=root)
-    handler.log_message = lambda *args: None
-    http_server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=http_server.serve_forever, daemon=True).start()
-    try:
-        base = f"http://127.0.0.1:{http_server.server_address[1]}"
-        song = base + "/music/" + "/".join(part.replace(" ", "%20") for part in f"{SONGS[1][0]}/{SONGS[1][1]}".split("/"))
+    with serving(os.path.dirname(music)) as base:  # the folder of music/ and cover.png
+        song = base + "/music/" + url_path(f"{SONGS[1][0]}/{SONGS[1][1]}")
         cover = base + "/cover.png"
         didl = ('<DIDL-Lite xmlns="urn:schemas-upnp-org:metadata-1-0/DIDL-Lite/" xmlns:dc="http://purl.org/dc/elements/1.1/" '
                 'xmlns:upnp="urn:schemas-upnp-org:metadata-1-0/upnp/"><item id="0" parentID="-1" restricted="false">'
@@ -248,8 +256,6 @@ def cast_cover_check(play, page, server, music):
             raise Failure(f"the status track's artworkUrl is {track.get('artworkUrl')!r}, not {cover!r}")
         passed("a UPnP control point's albumArtURI is the page's cover (and the status track's artworkUrl): "
                + page.screenshot("desktop-cast-cover.png"))
-    finally:
-        http_server.shutdown()
 
 
 # MARK: - The browser
