@@ -15,10 +15,10 @@ import Testing
         let counter = LockedValue(ListenCounter())
         let notices = LockedValue<[ListenNotice]>([])
 
-        init(seconds: Int64 = 60) {
+        init(seconds: Int64 = 60, positionInterval: Double = 0.5) {
             let decoder = CounterDecoder(["/m/a.flac": .init(frames: 44_100 * seconds)])
             var configuration = PlaybackConfiguration()
-            configuration.positionInterval = 0.5
+            configuration.positionInterval = positionInterval
             service = DefaultPlaybackService(decoder: decoder, output: output, clock: clock, configuration: configuration)
             service.observe { [counter, notices] event in
                 let found = counter.withLock { $0.observe(event, now: 1_700_000_000) }
@@ -101,5 +101,25 @@ import Testing
         try rig.service.play()
         rig.hear(121)
         #expect(rig.listens.count == 3 && rig.playingNow == 4)
+    }
+
+    @Test("heard audio is counted to the frame at a seek, a pause and a stop, not to the last position report (every 10 s here)")
+    func exactAtEachChange() throws {
+        let rig = Rig(seconds: 40, positionInterval: 10)  // counts at 20 s heard
+        defer { rig.service.shutdown() }
+        try rig.service.jump(to: 0)
+        try rig.service.play()
+        rig.hear(12)  // the last report said 10 s
+        try rig.service.seek(to: 0)
+        #expect(abs(rig.counter.withLock { $0.heardSeconds } - 12) < 0.001, "\(rig.counter.withLock { $0.heardSeconds })")
+        rig.hear(3)
+        try rig.service.pause()
+        #expect(abs(rig.counter.withLock { $0.heardSeconds } - 15) < 0.001, "\(rig.counter.withLock { $0.heardSeconds })")
+        rig.hear(60)
+        try rig.service.play()
+        rig.hear(5.5)  // 20.5 s heard in all; no report since the seek's
+        #expect(rig.listens.isEmpty)
+        rig.service.stop()
+        #expect(rig.listens.count == 1 && abs((rig.listens.first ?? 0) - 20.5) < 0.001, "\(rig.listens)")
     }
 }

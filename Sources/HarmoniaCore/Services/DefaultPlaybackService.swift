@@ -280,6 +280,8 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
             case .playing, .buffering: break
             }
             output.pause()
+            followListener(heard: output.framesPlayed)
+            emitHeardPosition()
             intent = .paused
             setState(.paused)
         }
@@ -307,6 +309,7 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
             if let range, frame < range.start || frame > (range.end ?? .max) {
                 throw .invalidArgument("seek: \(seconds) s is outside the playback range \(range.description(for: heard))")
             }
+            emitHeardPosition()
             try seekLocked(heard, toFrame: frame)
             hub.emit(.seekCompleted(seconds: heard.seconds(atFrame: frame)))
         }

@@ -153,10 +153,21 @@ extension DefaultPlaybackService {
         hub.emit(.trackEnded(index: playbackQueue.index(of: open.track.id), track: open.track, reason: reason))
     }
 
-    /// Sends `trackEnded` for the track the listener hears, if any.
+    /// Sends `trackEnded` for the track the listener hears, if any, after
+    /// its heard position at this instant.
     func endHeardTrack(reason: TrackEndReason) {
         followListener(heard: output.framesPlayed)
+        emitHeardPosition()
         if let heard = timeline.segments.first?.open { emitEnded(heard, reason: reason) }
+    }
+
+    /// Sends the heard position at this instant (a `position` event) before
+    /// a skip, a seek, a pause or a stop: what was heard since the last tick
+    /// is then counted to the frame (specs/listens.md §The rule).
+    func emitHeardPosition() {
+        guard published.hasTimelineEngineHeld, !timeline.segments.isEmpty else { return }
+        let (seconds, duration) = published.position(heard: output.framesPlayed)
+        hub.emit(.position(seconds: min(max(seconds, 0), duration), duration: duration))
     }
 
     func becomeCurrent(_ open: OpenTrack) {
