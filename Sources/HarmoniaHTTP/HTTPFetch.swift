@@ -144,11 +144,11 @@ private final class HTTPFetchTransfer: CurlTransferDelegate {
         if stoppedByCaller { return .stoppedByCaller }
         if outcome.succeeded { return .finished }
         if outcome.httpError { return .status(outcome.status) }
-        if outcome.tooManyRedirects { return .permanent(.ioError("\(url): too many redirects (\(outcome.redirects))")) }
-        if outcome.certificateProblem {
-            return .permanent(.ioError("\(url): the server's TLS certificate cannot be trusted (\(outcome.detail)); check the server's certificate, or pass --insecure"))
+        if outcome.tooManyRedirects {
+            return .permanent(HTTPFailure.tooManyRedirects(url, count: outcome.redirects, lastTarget: outcome.effectiveURL))
         }
-        if outcome.badURL { return .permanent(.invalidArgument("\(url): not a URL libcurl can fetch (\(outcome.detail))")) }
+        if outcome.certificateProblem { return .permanent(HTTPFailure.untrustedCertificate(url, detail: outcome.detail)) }
+        if outcome.badURL { return .permanent(HTTPFailure.badURL(url, detail: outcome.detail)) }
         if outcome.abortedByUs { return .transient("no data for \(formatSeconds(stallTimeout))") }
         return .transient(outcome.detail)
     }

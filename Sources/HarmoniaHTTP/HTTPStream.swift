@@ -247,7 +247,7 @@ final class HTTPStream: ByteSource, CurlTransferDelegate, @unchecked Sendable {
             defer { lock.broadcast() }
             guard !cancelled else { return false }
             guard let fresh, !fresh.isEmpty else {
-                failure = .ioError("\(url): the server refused access (HTTP \(status)) and no fresh link came; fetch a fresh URL")
+                failure = HTTPFailure.refused(url, status: status, askedForFreshLink: true)
                 return false
             }
             renewals += 1
@@ -281,34 +281,32 @@ final class HTTPStream: ByteSource, CurlTransferDelegate, @unchecked Sendable {
             } else if outcome.httpError {
                 switch outcome.status {
                 case 404:
-                    failure = .notFound("\(url): the server answered 404 Not Found; check the URL")
+                    failure = HTTPFailure.notFound(url)
                     return nil
                 case 401, 403, 410:
                     if configuration.renewLink != nil && renewals < Self.maxRenewals {
                         expiredStatus = outcome.status  // runTransfers asks for a fresh link
                         return 0
                     }
-                    failure = .ioError("\(url): the server refused access (HTTP \(outcome.status)); the link may have expired, fetch a fresh URL")
+                    failure = HTTPFailure.refused(url, status: outcome.status, askedForFreshLink: configuration.renewLink != nil)
                     return nil
                 case 416 where transferPosition >= (size ?? 1):
                     ended = true  // asked for bytes past the end: there are none
                     return nil
                 case 408, 429, 500...599:
-                    lost = "the server answered HTTP \(outcome.status)"
+                    lost = HTTPFailure.statusReason(outcome.status)
                 default:
-                    failure = .ioError("\(url): the server answered HTTP \(outcome.status)")
+                    failure = HTTPFailure.status(url, outcome.status)
                     return nil
                 }
             } else if outcome.tooManyRedirects {
-                failure = .ioError("\(url): too many redirects (\(outcome.redirects)) from \(url)"
-                    + (outcome.effectiveURL.map { "; the last went to \($0)" } ?? ""))
+                failure = HTTPFailure.tooManyRedirects(url, count: outcome.redirects, lastTarget: outcome.effectiveURL)
                 return nil
             } else if outcome.certificateProblem {
-                failure = .ioError("\(url): the server's TLS certificate cannot be trusted (\(outcome.detail)); "
-                    + "check the server's certificate, or pass --insecure to skip verification")
+                failure = HTTPFailure.untrustedCertificate(url, detail: outcome.detail)
                 return nil
             } else if outcome.badURL {
-                failure = .invalidArgument("\(url): not a URL libcurl can fetch (\(outcome.detail))")
+                failure = HTTPFailure.badURL(url, detail: outcome.detail)
                 return nil
             } else if complete {
                 // Every declared byte came, then the connection failed (a TLS
@@ -323,9 +321,8 @@ final class HTTPStream: ByteSource, CurlTransferDelegate, @unchecked Sendable {
             // Retry, unless no byte has come for the whole network timeout.
             let silent = monotonicSeconds() - lastData
             if silent >= configuration.networkTimeout {
-                let at = size.map { "byte \(transferPosition) of \($0)" } ?? "byte \(transferPosition)"
-                failure = .ioError("\(url): no data for \(formatSeconds(configuration.networkTimeout)), the network timeout (\(attempt + 1) attempt(s) to read at \(at); last: \(lost)); "
-                    + "check the network or the server")
+                failure = HTTPFailure.timedOut(url, after: configuration.networkTimeout, attempts: attempt + 1, at: transferPosition,
+                                               of: size, last: lost)
                 return nil
             }
             attempt += 1
@@ -517,7 +514,3 @@ struct ContentRange: Equatable {
     }
 }
 
-
-func formatSeconds(_ seconds: Double) -> String {
-    "\((seconds * 10).rounded() / 10) s"
-}

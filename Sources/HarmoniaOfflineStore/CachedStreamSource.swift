@@ -51,9 +51,12 @@ final class CachedStreamSource: ByteSource, @unchecked Sendable {
     /// server's answer.
     /// - Returns: the source; nil when the stream is not for the cache (this
     ///   process or another is filling the key already; radio, no length, not
-    ///   audio, an error status, larger than the cache): the caller plays it
-    ///   from the network (or, now complete, from disk). Throws `invalidState`
-    ///   when `interrupted`.
+    ///   audio, larger than the cache, a store that cannot write): the caller
+    ///   plays it from the network (or, now complete, from disk).
+    /// - Throws: what the network port's `open` throws for the same server
+    ///   (a 404, a refusal, an error status, the network timeout: the
+    ///   download's `networkFailed`, HTTPFailure's words), by the same time;
+    ///   `invalidState` when `interrupted`.
     static func open(url: String, key: String, store: OfflineStore, settings: OfflineCacheSettings,
                      network: any ByteSourcePort, observer: (@Sendable (NetworkEvent) -> Void)?,
                      interrupted: @escaping @Sendable () -> Bool) throws(CoreError) -> CachedStreamSource? {
@@ -140,6 +143,9 @@ final class CacheFill: @unchecked Sendable {
     var answered = false
     var finished = false
     var failure: CoreError?
+    /// The download failed because of the server or the network (`failure`
+    /// is then what a stream without the cache fails with).
+    var failedOnNetwork = false
     var stopped = false
     /// What a resumed download holds before its first answer (`holding`).
     private var held: (have: Int64, total: Int64)?
@@ -167,7 +173,8 @@ final class CacheFill: @unchecked Sendable {
                 refused: { status in
                     observer?(.linkExpired(status: status))
                     return settings.http.renewLink?(url, status)
-                })
+                },
+                networkFailed: { _ in self.lock.withLock { self.failedOnNetwork = true } })
             var attempts = 0
             let result: Result<OfflineEntry?, CoreError>
             do throws(CoreError) {
@@ -242,12 +249,18 @@ final class CacheFill: @unchecked Sendable {
 
     /// Waits until the download has an accepted answer (true) or ended
     /// without one (false: the caller plays from elsewhere).
-    /// - Throws: `invalidState` when `interrupted`.
+    /// - Throws: the download's failure when the server or the network
+    ///   ended it (a stream without the cache would have failed the same);
+    ///   `invalidState` when `interrupted`.
     func awaitAnswer(interrupted: @Sendable () -> Bool) throws(CoreError) -> Bool {
         try lock.withLock { () throws(CoreError) -> Bool in
             while true {
                 if answered && total != nil { return true }
-                if finished { return total != nil && available == total }
+                if finished {
+                    if total != nil && available == total { return true }
+                    if failedOnNetwork, let failure { throw failure }
+                    return false
+                }
                 if interrupted() { throw CoreError.invalidState("\(key): the open was cancelled") }
                 lock.wait(seconds: 0.1)
             }
@@ -264,7 +277,9 @@ final class CacheFill: @unchecked Sendable {
     }
 
     /// Waits until the read at `at` can go on. Throws the download's
-    /// failure once it ended short of `at`; `invalidState` when `stop`.
+    /// failure once the server or the network ended it short of `at`; a
+    /// download the store ended (a full disk) leaves the rest to the network
+    /// (`far`). `invalidState` when `stop`.
     func next(at: Int64, count: Int, stop: () -> Bool) throws(CoreError) -> Step {
         try lock.withLock { () throws(CoreError) -> Step in
             while true {
@@ -274,6 +289,7 @@ final class CacheFill: @unchecked Sendable {
                     // The end: once the download has recorded the entry complete (if it got there).
                     if finished || available < total { return .end }
                 } else if finished {
+                    if failure != nil && !failedOnNetwork { return .far(at: at) }
                     throw failure ?? CoreError.ioError("\(key): the download ended at byte \(available)")
                 } else if at - available >= CachedStreamSource.farBytes {
                     return .far(at: at)

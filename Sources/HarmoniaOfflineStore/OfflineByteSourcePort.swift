@@ -68,46 +68,107 @@ public struct OfflineByteSourcePort: ByteSourcePort {
         return try network.open(url: url, observer: observer, interrupted: interrupted)
     }
 
-    /// The complete copy of `key` read from disk, its play recorded; nil when there is none.
+    /// The complete copy of `key` read from disk, its play recorded; nil
+    /// when there is none. A copy completed before block hashes were
+    /// recorded is hashed whole first: as recorded, its block hashes are
+    /// recorded now; not, it is marked damaged (nil: the caller fetches it again).
     private func completeCopy(key: String) -> (any ByteSource)? {
         guard let entry = try? store.entry(key: key), entry.complete, let size = entry.size,
               let file = try? OfflineDataFile(path: store.path(of: entry), create: false), (try? file.length()) == size else {
             return nil
         }
+        var blocks = try? store.blockHashes(key: key, size: size)
+        if blocks == nil {
+            var hasher = ContentHasher()
+            guard (try? file.hash(upTo: size, into: &hasher)) != nil else { return nil }
+            let (whole, text) = hasher.finish()
+            guard whole == entry.contentHash else {
+                try? store.recordDamaged(key: key, held: 0)
+                return nil
+            }
+            try? store.recordBlockHashes(key: key, hash: whole, blocks: text)
+            blocks = BlockHashes(text, size: size)
+        }
+        guard let blocks else { return nil }
         try? store.recordPlayed(key: key)
-        return OfflineFileSource(file: file, size: size, key: key)
+        return OfflineFileSource(file: file, blocks: blocks, store: store, key: key,
+                                 repair: OfflineBlockRepair(entry: entry, http: cache.http))
     }
 }
 
-/// A complete copy read with pread: seekable, its size known.
+/// A complete copy read with pread: seekable, its size known. Each 64 KiB
+/// block is checked against its recorded SHA-256 before any of its bytes go
+/// on (specs/offline.md §Verified reads). A block that differs is fetched
+/// again (`OfflineBlockRepair`), written back and fsynced; when it cannot
+/// be, the entry is marked damaged and the read fails with `decodeError`.
 /// Threads: one reader at a time (ByteSource); `cancel` from any.
 final class OfflineFileSource: ByteSource, @unchecked Sendable {
     private let file: OfflineDataFile
-    let size: Int64?
+    private let blocks: BlockHashes
+    private let store: OfflineStore
+    private let repair: OfflineBlockRepair
+    /// The entry read (counted as playing, never evicted, until released).
+    private let key: String
     private let lock = ConditionLock()
     // Guarded by `lock`.
     private var offset: Int64 = 0
     private var cancelled = false
+    // Reader thread only: the block read last, checked.
+    private let block = UnsafeMutableRawBufferPointer.allocate(byteCount: BlockHashes.blockBytes, alignment: 16)
+    private var blockIndex = -1
 
-    /// The entry read (counted as playing, never evicted, until released).
-    private let key: String
-
-    init(file: OfflineDataFile, size: Int64, key: String) {
+    init(file: OfflineDataFile, blocks: BlockHashes, store: OfflineStore, key: String, repair: OfflineBlockRepair) {
         self.file = file
-        self.size = size
+        self.blocks = blocks
+        self.store = store
         self.key = key
+        self.repair = repair
         _ = PlayingKeys.claim(key, exclusive: false)
     }
 
-    deinit { PlayingKeys.release(key) }
+    deinit {
+        block.deallocate()
+        PlayingKeys.release(key)
+    }
+
+    var size: Int64? { blocks.size }
 
     func read(into buffer: UnsafeMutableRawPointer, count: Int) throws(CoreError) -> Int {
         let (at, stop) = lock.withLock { (offset, cancelled) }
         if stop { throw .invalidState("\(file.path): reading was cancelled") }
-        guard count > 0, let size, at < size else { return 0 }
-        let n = try file.read(into: buffer, count: Int(min(Int64(count), size - at)), at: at)
+        guard count > 0, at < blocks.size else { return 0 }
+        let index = Int(at / Int64(BlockHashes.blockBytes))
+        if index != blockIndex { try load(index) }
+        let from = Int(at - blocks.range(of: index).start)
+        let n = min(count, blocks.range(of: index).count - from)
+        buffer.copyMemory(from: block.baseAddress! + from, byteCount: n)
         lock.withLock { offset = at + Int64(n) }
         return n
+    }
+
+    /// Block `index` into `block`, as recorded: from the file, or else
+    /// fetched again and written back.
+    private func load(_ index: Int) throws(CoreError) {
+        blockIndex = -1
+        if try file.readBlock(index, of: blocks, into: block) {
+            blockIndex = index
+            return
+        }
+        let (start, count) = blocks.range(of: index)
+        do throws(CoreError) {
+            let fresh = try repair.fetch(start: start, count: count)
+            guard fresh.withUnsafeBytes({ blocks.matches(index, $0) }) else {
+                throw .ioError("the server's bytes are not the recorded ones either: it has another version now")
+            }
+            try file.write(fresh, at: start)
+            try file.sync()
+            fresh.withUnsafeBytes { block.copyMemory(from: $0) }
+            blockIndex = index
+        } catch {
+            try? store.recordDamaged(key: key, held: start)
+            throw .decodeError("\(repair.url): the offline copy is damaged at byte \(start) (a block is not as recorded) "
+                + "and could not be fetched again (\(error.message)); 'offline verify' repairs or removes it")
+        }
     }
 
     func seek(to offset: Int64) throws(CoreError) {
@@ -119,7 +180,7 @@ final class OfflineFileSource: ByteSource, @unchecked Sendable {
 
     var isSeekable: Bool { true }
 
-    /// Reads come from the local disk.
+    /// Reads come from the local disk (a block fetched again is the rare exception).
     var readsMayStall: Bool { false }
 
     func cancel() { lock.withLock { cancelled = true } }

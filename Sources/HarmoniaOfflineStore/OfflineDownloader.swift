@@ -34,6 +34,11 @@ public struct OfflineDownloadOptions: Sendable {
     /// Starts over from byte 0 at most this many times in one run (validators
     /// that change under every request).
     public var maxRestarts = 3
+    /// Checks that the whole file (written and fsynced, at `path`) is
+    /// something the player plays, before the row says complete; throws
+    /// what the decoder says (the download then fails with `unsupported`,
+    /// the entry removed). nil: no check. Called on the downloading thread.
+    public var probe: (@Sendable (_ path: String) throws(CoreError) -> Void)?
 
     public init() {}
 }
@@ -123,6 +128,12 @@ struct DownloadTap {
     /// The server refused the link (HTTP `status`: 401, 403, 410): a fresh
     /// one to go on with at the same byte, or nil (the download fails). May block.
     var refused: (_ status: Int) -> String? = { _ in nil }
+    /// Just before the download fails because of the server or the network
+    /// (an error status, a refusal, the network timeout, a bad URL or
+    /// certificate): the error, the one a stream read without the store
+    /// fails with (HTTPFailure). Not called for what only the store refuses
+    /// (not audio, no length, too large, a full disk).
+    var networkFailed: (_ error: CoreError) -> Void = { _ in }
 }
 
 /// One download in progress. Its own thread only.
@@ -139,16 +150,19 @@ private struct Job {
     let tap: DownloadTap
     /// Bytes [0, have) of the file hold the resource as `validator` names it.
     var have: Int64
-    /// SHA-256 of bytes [0, have), fed on this thread (libcrypto keeps up with any transfer).
-    var hasher: SHA256
+    /// SHA-256 of bytes [0, have) and of their blocks, fed on this thread (libcrypto keeps up with any transfer).
+    var hasher: ContentHasher
     var validator: String?
     var etag: String?
     var size: Int64?
     var checkpoint: Int64
     /// Whether this run made the entry (removed again when it fails with nothing held).
     let fresh: Bool
-    /// What the user does to resume (an offline copy, or a cached stream).
-    let resumeHint: String
+    /// What the user does to resume an offline copy (nil for a cached
+    /// stream: its errors read as the network's, the next play resumes it).
+    let resumeHint: String?
+    /// When the last body byte came (or the wait for one started).
+    var lastByteAt = monotonicSeconds()
 
     init(entry: OfflineEntry, url: String, file: OfflineDataFile, store: OfflineStore, options: OfflineDownloadOptions,
          tap: DownloadTap, progress: @escaping (OfflineProgress) -> Void) throws(CoreError) {
@@ -167,14 +181,24 @@ private struct Job {
         have = length
         checkpoint = 0
         fresh = length == 0 && entry.etag == nil && entry.lastModified == nil
-        resumeHint = entry.pinned ? "the copy stays partial: run 'offline add' again to resume"
-            : "the cache keeps what came: the next play resumes it"
+        resumeHint = entry.pinned ? "the copy stays partial: run 'offline add' again to resume" : nil
         if length > 0, entry.etag == nil && entry.lastModified == nil || (entry.size.map { length > $0 } ?? false) {
             tap.restarting()
             try file.truncate(to: 0)  // bytes no validator vouches for: never spliced
             have = 0
         }
-        var seed = SHA256()
+        if entry.damaged, length > 0, have > 0 {
+            // A copy found altered on disk: only its blocks still as recorded
+            // are kept; the download resumes at the first that is not.
+            var kept: Int64 = 0
+            if let blocks = try store.blockHashes(key: entry.key, size: entry.size ?? 0) {
+                kept = try file.verifiedPrefix(blocks, upTo: length)
+            }
+            have = kept
+            try file.truncate(to: kept)
+            try file.sync()
+        }
+        var seed = ContentHasher()
         try file.hash(upTo: have, into: &seed)
         hasher = seed
         checkpoint = have
@@ -193,8 +217,7 @@ private struct Job {
         // complete: every byte is here, vouched for by the recorded validators.
         if let size, size > 0, have == size { return try finish() }
         if have > 0, validator != nil, let size, have < size { tap.holding(have, size) }
-        var bestHave = have
-        var lastGain = monotonicSeconds()
+        lastByteAt = monotonicSeconds()
         var restarts = 0
         var attemptNumber = 0
         while true {
@@ -205,11 +228,13 @@ private struct Job {
                                 body: { bytes in self.body(bytes, attempt: &attempt) },
                                 shouldStop: tap.shouldStop)
             if let failure = attempt.failure { throw giveUp(failure) }
-            if tap.shouldStop() { throw giveUp(.invalidState("\(url): the download was stopped; \(resumeHint)")) }
+            if tap.shouldStop() {
+                throw giveUp(.invalidState("\(url): the download was stopped" + (resumeHint.map { "; \($0)" } ?? "")))
+            }
             if let reason = attempt.restart {
                 restarts += 1
                 guard restarts <= options.maxRestarts else {
-                    throw giveUp(.ioError("\(url): started over \(restarts) times (\(reason)); the server's file keeps changing"))
+                    throw giveUpOnNetwork(.ioError("\(url): started over \(restarts) times (\(reason)); the server's file keeps changing"))
                 }
                 try startOver()
                 continue
@@ -219,45 +244,46 @@ private struct Job {
             }
             switch end {
             case .status(404):
-                throw giveUp(.notFound("\(url): the server answered 404 Not Found; check the URL"))
+                throw giveUpOnNetwork(HTTPFailure.notFound(url))
             case .status(let status) where [401, 403, 410].contains(status):
                 // A signed link that expired: a fresh one goes on at the same byte (HTTPStream's rule, specs/network.md).
-                guard renewals < 8, let fresh = tap.refused(status), !fresh.isEmpty else {
-                    throw giveUp(.ioError("\(url): the server refused access (HTTP \(status)); the link may have expired, fetch a fresh URL"))
+                let asking = options.http.renewLink != nil && renewals < 8
+                guard asking, let fresh = tap.refused(status), !fresh.isEmpty else {
+                    throw giveUpOnNetwork(HTTPFailure.refused(url, status: status, askedForFreshLink: asking))
                 }
                 renewals += 1
                 fetchURL = fresh
-                lastGain = monotonicSeconds()  // asking for a link is not waiting for the network
+                lastByteAt = monotonicSeconds()  // asking for a link is not waiting for the network
                 continue
             case .status(416):
                 try startOver()  // asked past the end of a file that is now shorter
                 restarts += 1
-                if restarts > options.maxRestarts { throw giveUp(.ioError("\(url): the server refuses every range (HTTP 416)")) }
+                if restarts > options.maxRestarts { throw giveUpOnNetwork(.ioError("\(url): the server refuses every range (HTTP 416)")) }
                 continue
             case .status(let status) where !(status == 408 || status == 429 || status >= 500):
-                throw giveUp(.ioError("\(url): the server answered HTTP \(status)"))
+                throw giveUpOnNetwork(HTTPFailure.status(url, status))
             case .permanent(let error):
-                throw giveUp(error)
+                throw giveUpOnNetwork(error)
             default:
                 break
             }
             // A lost connection or a short body: try again from the file's end,
-            // unless no new byte has come for `giveUpAfter` seconds.
+            // unless no byte has come for `giveUpAfter` seconds (HTTPStream's rule).
             try checkpointNow()
-            if have > bestHave { bestHave = have; lastGain = monotonicSeconds() }
-            let silent = monotonicSeconds() - lastGain
-            let at = size.map { "byte \(have) of \($0)" } ?? "byte \(have)"
+            let silent = monotonicSeconds() - lastByteAt
             let reason: String = switch end {
             case .transient(let text): text
-            case .status(let status): "HTTP \(status)"
-            default: "the body ended at \(at)"
+            case .status(let status): HTTPFailure.statusReason(status)
+            default: "the body ended at " + (size.map { "byte \(have) of \($0)" } ?? "byte \(have)")
             }
             guard silent < options.giveUpAfter else {
-                throw giveUp(.ioError("\(url): gave up after \(formatSecondsShort(options.giveUpAfter)) without a new byte, at \(at) (last: \(reason)); \(resumeHint)"))
+                throw giveUpOnNetwork(HTTPFailure.timedOut(url, after: options.giveUpAfter, attempts: attemptNumber + 1, at: have,
+                                                           of: size, last: reason))
             }
             progress(.retrying(key: key, have: have, reason: reason))
             attemptNumber += 1
-            let backoff = min(0.1 * Double(1 << min(attemptNumber - 1, 5)), 2, max(0, options.giveUpAfter - silent))
+            let backoff = min(options.http.firstBackoff * Double(1 << min(attemptNumber - 1, 16)), options.http.maxBackoff,
+                              max(0, options.giveUpAfter - silent))
             var pause = timespec(tv_sec: Int(backoff), tv_nsec: Int((backoff - backoff.rounded(.down)) * 1e9))
             _ = nanosleep(&pause, nil)  // the back-off between two attempts, as HTTPStream's
         }
@@ -344,15 +370,15 @@ private struct Job {
             try file.write(bytes, at: have)
             hasher.update(bytes)
             have += Int64(bytes.count)
+            lastByteAt = monotonicSeconds()
             tap.written(have)
             if have - checkpoint >= options.checkpointBytes { try checkpointNow() }
         } catch {
             attempt.failure = error
             return false
         }
-        let now = monotonicSeconds()
-        if now - attempt.lastWriteReport >= 0.1 || have == size {
-            attempt.lastWriteReport = now
+        if lastByteAt - attempt.lastWriteReport >= 0.1 || have == size {
+            attempt.lastWriteReport = lastByteAt
             progress(.bytes(key: key, have: have, total: size))
         }
         return true
@@ -371,7 +397,7 @@ private struct Job {
         try file.sync()
         have = 0
         checkpoint = 0
-        hasher = SHA256()
+        hasher = ContentHasher()
     }
 
     /// Drops what is held and forgets the validators (the next request has no Range).
@@ -383,13 +409,28 @@ private struct Job {
         try store.recordStart(key: key, url: url, held: 0, size: nil, etag: nil, lastModified: nil, contentLength: nil)
     }
 
-    /// Every byte is here: fsync, hash, and only then the row says complete.
+    /// Every byte is here: fsync, hash, probe, and only then the row says complete.
     private mutating func finish() throws(CoreError) -> OfflineEntry {
         try file.sync()
-        let hash = hasher.finalizeHex()
-        try store.recordComplete(key: key, size: have, hash: hash)
+        let (hash, blocks) = hasher.finish()
+        if let probe = options.probe {
+            do throws(CoreError) { try probe(file.path) } catch {
+                // Not audio: nothing of it is kept, so nothing says complete.
+                if let entry = try? store.entry(key: key) { try? store.remove(entry) }
+                throw .unsupported("\(url): not audio, nothing kept (\(error.message))")
+            }
+        }
+        try store.recordComplete(key: key, size: have, hash: hash, blocks: blocks)
         guard let entry = try store.entry(key: key) else { throw .invalidState("\(key): the entry vanished at completion") }
         return entry
+    }
+
+    /// `giveUp(error)` for a failure of the server or the network: told to
+    /// the tap first, and for an offline copy with how to resume.
+    private mutating func giveUpOnNetwork(_ error: CoreError) -> CoreError {
+        tap.networkFailed(error)
+        guard let resumeHint, have > 0 else { return giveUp(error) }
+        return giveUp(CoreError(error.category, error.message + "; " + resumeHint))
     }
 
     /// `error`, after keeping what is held (fsynced, recorded) — or removing
@@ -409,5 +450,3 @@ private struct Job {
             || type.hasSuffix("+xml") || type.hasSuffix("/html") || type.hasSuffix("/xhtml+xml")
     }
 }
-
-private func formatSecondsShort(_ seconds: Double) -> String { "\((seconds * 10).rounded() / 10) s" }

@@ -95,7 +95,7 @@ final class OfflineDataFile {
     }
 
     /// Feeds bytes [0, `length`) of the file to `hasher`.
-    func hash(upTo length: Int64, into hasher: inout SHA256) throws(CoreError) {
+    func hash<Hasher: ByteHasher>(upTo length: Int64, into hasher: inout Hasher) throws(CoreError) {
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
         var offset: Int64 = 0
         while offset < length {

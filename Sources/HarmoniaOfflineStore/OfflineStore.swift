@@ -9,6 +9,7 @@
 // processes' rows apart; a download in progress also holds its file's flock.
 import Foundation
 import HarmoniaCore
+import HarmoniaHTTP
 import HarmoniaSQLite
 
 /// One entry of the store, as `offline list` shows it.
@@ -30,6 +31,10 @@ public struct OfflineEntry: Sendable, Equatable {
     public var contentLength: Int64?
     /// SHA-256 of the whole file, recorded at completion.
     public var contentHash: String?
+    /// A complete copy found altered on disk that could not be fetched
+    /// again: now partial up to its first bad block (the next play or
+    /// `offline verify` fetches the rest again). Cleared at completion.
+    public var damaged = false
     /// Seconds since 1970 (UTC).
     public var added: Double
     public var lastPlayed: Double?
@@ -75,6 +80,12 @@ public final class OfflineStore: @unchecked Sendable {
             last_played REAL
         ) WITHOUT ROWID;
         CREATE INDEX entry_url ON entry(url);
+        """,
+        // 2: each 64 KiB block's SHA-256, recorded at completion (hex, one
+        // after another: §Verified reads), and the damaged mark.
+        """
+        ALTER TABLE entry ADD COLUMN block_hashes TEXT;
+        ALTER TABLE entry ADD COLUMN damaged INTEGER NOT NULL DEFAULT 0;
         """,
     ]
 
@@ -144,7 +155,7 @@ public final class OfflineStore: @unchecked Sendable {
     func recordStart(key: String, url: String, held: Int64, size: Int64?, etag: String?, lastModified: String?, contentLength: Int64?) throws(CoreError) {
         try run("""
             UPDATE entry SET url = ?, held = ?, size = ?, etag = ?, last_modified = ?, content_length = ?,
-                complete = 0, content_hash = NULL WHERE key = ?
+                complete = 0, content_hash = NULL, block_hashes = NULL WHERE key = ?
             """, [.text(url), .integer(held), size.map(SQLiteValue.integer) ?? .null, SQLiteValue(etag), SQLiteValue(lastModified),
                   contentLength.map(SQLiteValue.integer) ?? .null, .text(key)])
     }
@@ -154,10 +165,39 @@ public final class OfflineStore: @unchecked Sendable {
         try run("UPDATE entry SET held = ? WHERE key = ? AND complete = 0", [.integer(held), .text(key)])
     }
 
-    /// Marks the entry complete: its file (fsynced before this call) holds `size` bytes hashing to `hash`.
-    func recordComplete(key: String, size: Int64, hash: String) throws(CoreError) {
-        try run("UPDATE entry SET held = ?, size = ?, complete = 1, content_hash = ? WHERE key = ?",
-                [.integer(size), .integer(size), .text(hash), .text(key)])
+    /// Marks the entry complete: its file (fsynced before this call) holds
+    /// `size` bytes hashing to `hash`, its blocks to `blocks` (BlockHashes;
+    /// nil as a copy completed before they were recorded has none).
+    func recordComplete(key: String, size: Int64, hash: String, blocks: String?) throws(CoreError) {
+        try run("UPDATE entry SET held = ?, size = ?, complete = 1, content_hash = ?, block_hashes = ?, damaged = 0 WHERE key = ?",
+                [.integer(size), .integer(size), .text(hash), SQLiteValue(blocks), .text(key)])
+    }
+
+    /// The recorded block hashes of the entry `key`: complete, or damaged
+    /// (nil for a copy completed before they were recorded, or a row whose
+    /// text is not them).
+    func blockHashes(key: String, size: Int64) throws(CoreError) -> BlockHashes? {
+        let text = try withDB { db -> String? in
+            let statement = try db.prepare("SELECT block_hashes FROM entry WHERE key = ? AND (complete = 1 OR damaged = 1)")
+            try statement.bind([.text(key)])
+            return try statement.step() ? statement.text(0) : nil
+        }
+        return BlockHashes(text, size: size)
+    }
+
+    /// Records block hashes for a complete entry that had none (its whole
+    /// file was just found to hash to `hash`, the recorded content hash).
+    func recordBlockHashes(key: String, hash: String, blocks: String) throws(CoreError) {
+        try run("UPDATE entry SET block_hashes = ? WHERE key = ? AND complete = 1 AND content_hash = ?",
+                [.text(blocks), .text(key), .text(hash)])
+    }
+
+    /// Marks the complete entry damaged: partial, vouching for bytes [0,
+    /// `held`) (the start of a block that is not as recorded). Its file and
+    /// its hashes are kept: a repair fetches only the blocks that differ, and
+    /// a download resumes at the first of them (`Job`).
+    func recordDamaged(key: String, held: Int64) throws(CoreError) {
+        try run("UPDATE entry SET complete = 0, held = ?, damaged = 1 WHERE key = ? AND complete = 1", [.integer(held), .text(key)])
     }
 
     /// Makes the entry an offline copy (never evicted from the cache).
@@ -253,7 +293,7 @@ public final class OfflineStore: @unchecked Sendable {
 
     // MARK: Rows
 
-    private static let columns = "key, file, url, size, held, complete, pinned, etag, last_modified, content_length, content_hash, added, last_played"
+    private static let columns = "key, file, url, size, held, complete, pinned, etag, last_modified, content_length, content_hash, added, last_played, damaged"
 
     /// The rows matching `clause`, every number checked (a row a hand or a
     /// bug made impossible reads as partial with nothing held).
@@ -272,7 +312,8 @@ public final class OfflineStore: @unchecked Sendable {
                 key: key, url: statement.text(2) ?? "", fileName: offlineFileName(forKey: key), size: size, held: held,
                 complete: complete, pinned: statement.int64(6) != 0, etag: statement.text(7), lastModified: statement.text(8),
                 contentLength: statement.int64(9).flatMap { $0 >= 0 ? $0 : nil }, contentHash: statement.text(10),
-                added: finiteTime(statement.double(11)) ?? 0, lastPlayed: finiteTime(statement.double(12))))
+                damaged: statement.int64(13) == 1, added: finiteTime(statement.double(11)) ?? 0,
+                lastPlayed: finiteTime(statement.double(12))))
         }
         return result
     }
@@ -317,40 +358,85 @@ extension OfflineStore {
     public struct Damage: Sendable {
         public let entry: OfflineEntry
         public let problem: String
+        /// The blocks that differed were fetched again: the copy is whole and kept.
+        public var repaired = false
     }
 
-    /// Re-reads every complete entry (its length, then its SHA-256 against
-    /// the one recorded at completion); removes each damaged one (row and
-    /// file) and returns them, with the complete entries reconciling found
-    /// missing or short (at open or now). Entries being downloaded are skipped.
-    /// Blocks while it reads; threads: any.
+    /// Re-reads every complete or damaged entry block by block against the
+    /// hashes recorded at completion (a copy completed before them: its
+    /// whole SHA-256). Blocks that differ are fetched again under `http`
+    /// (OfflineBlockRepair; nil: none is) and written back; an entry that
+    /// cannot be made whole so is removed (row and file). Returns every
+    /// entry found damaged, repaired or removed, with the complete entries
+    /// reconciling found missing or short (at open or now: removed).
+    /// Entries being downloaded are skipped. Blocks while it reads; threads: any.
     /// - Throws: `ioError` from the index.
-    public func verify() throws(CoreError) -> [Damage] {
+    public func verify(repairingWith http: HTTPSourceConfiguration? = nil) throws(CoreError) -> [Damage] {
         // What reconciling (at open, and now) found cut short or missing is damage too.
         var damaged = lock.withLock { () -> [Damage] in defer { damageAtOpen = [] }; return damageAtOpen }
         damaged += try reconcile()
         for damage in damaged { if let now = try entry(key: damage.entry.key) { try remove(now) } }
-        for entry in try entries() where entry.complete {
-            let file = path(of: entry)
-            let problem: String?
-            if let length = offlineFileLength(file), length != entry.size {
-                problem = "the file holds \(length) bytes, not \(entry.size.map(String.init) ?? "?")"
-            } else {
-                do throws(CoreError) {
-                    let data = try OfflineDataFile(path: file, create: false)
-                    var hasher = SHA256()
-                    try data.hash(upTo: entry.size ?? 0, into: &hasher)
-                    let hash = hasher.finalizeHex()
-                    problem = hash == entry.contentHash ? nil : "the content changed on disk (SHA-256 \(hash.prefix(12))…, recorded \(entry.contentHash?.prefix(12) ?? "none")…)"
-                } catch {
-                    problem = error.message
-                }
+        for entry in try entries() where entry.complete || entry.damaged {
+            guard !offlineFileIsLocked(path(of: entry)) else { continue }
+            var damage = try check(entry, repairingWith: http)
+            if entry.damaged && damage == nil {
+                damage = Damage(entry: entry, problem: "marked damaged", repaired: true)  // whole again (or it was)
             }
-            if let problem {
-                damaged.append(Damage(entry: entry, problem: problem))
+            guard let damage else { continue }
+            if damage.repaired {
+                try run("UPDATE entry SET complete = 1, held = size, damaged = 0 WHERE key = ? AND size IS NOT NULL", [.text(entry.key)])
+            } else {
                 try remove(entry)
             }
+            damaged.append(damage)
         }
         return damaged
+    }
+
+    /// Checks one entry's file against its hashes; nil when it is as
+    /// recorded. Blocks that differ are fetched again when `http` is given.
+    private func check(_ entry: OfflineEntry, repairingWith http: HTTPSourceConfiguration?) throws(CoreError) -> Damage? {
+        let file = path(of: entry)
+        guard let size = entry.size, let length = offlineFileLength(file), length == size else {
+            let holds = offlineFileLength(file).map(String.init) ?? "no"
+            return Damage(entry: entry, problem: "the file holds \(holds) bytes, not \(entry.size.map(String.init) ?? "?")")
+        }
+        do throws(CoreError) {
+            let data = try OfflineDataFile(path: file, create: false)
+            guard let blocks = try blockHashes(key: entry.key, size: size) else {
+                // Completed before block hashes were recorded: the whole file's, and its blocks' now.
+                var hasher = ContentHasher()
+                try data.hash(upTo: size, into: &hasher)
+                let (whole, text) = hasher.finish()
+                guard whole == entry.contentHash, !entry.damaged else {
+                    return Damage(entry: entry, problem: "the content changed on disk (SHA-256 \(whole.prefix(12))…, recorded \(entry.contentHash?.prefix(12) ?? "none")…)")
+                }
+                try recordBlockHashes(key: entry.key, hash: whole, blocks: text)
+                return nil
+            }
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: BlockHashes.blockBytes, alignment: 16)
+            defer { buffer.deallocate() }
+            var bad: [Int] = []
+            for index in 0..<blocks.count where try !data.readBlock(index, of: blocks, into: buffer) { bad.append(index) }
+            guard !bad.isEmpty else { return nil }
+            let problem = "the content changed on disk: \(bad.count) of \(blocks.count) blocks differ, the first at byte \(blocks.range(of: bad[0]).start)"
+            guard let http else { return Damage(entry: entry, problem: problem) }
+            let repair = OfflineBlockRepair(entry: entry, http: http)
+            for index in bad {
+                let (start, _) = blocks.range(of: index)
+                let fresh: [UInt8]
+                do throws(CoreError) { fresh = try repair.fetch(start: start, count: blocks.range(of: index).count) } catch {
+                    return Damage(entry: entry, problem: problem + "; fetching it again failed: \(error.message)")
+                }
+                guard fresh.withUnsafeBytes({ blocks.matches(index, $0) }) else {
+                    return Damage(entry: entry, problem: problem + "; the server has another version now")
+                }
+                try data.write(fresh, at: start)
+            }
+            try data.sync()
+            return Damage(entry: entry, problem: problem, repaired: true)
+        } catch {
+            return Damage(entry: entry, problem: error.message)
+        }
     }
 }

@@ -60,8 +60,10 @@ public struct OfflineStoreCopies: OfflineCopiesPort {
 
     /// An entry as the application layer sees it.
     public static func copy(_ entry: OfflineEntry) -> OfflineCopy {
-        OfflineCopy(key: entry.key, url: entry.url, size: entry.size, held: entry.held, complete: entry.complete,
+        var copy = OfflineCopy(key: entry.key, url: entry.url, size: entry.size, held: entry.held, complete: entry.complete,
                     pinned: entry.pinned, added: entry.added, lastPlayed: entry.lastPlayed, etag: entry.etag,
                     lastModified: entry.lastModified, sha256: entry.contentHash, file: entry.fileName)
+        copy.damaged = entry.damaged
+        return copy
     }
 }

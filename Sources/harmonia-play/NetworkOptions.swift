@@ -102,8 +102,24 @@ struct NetworkOptions: ParsableArguments {
         options.http = configuration
         options.giveUpAfter = configuration.networkTimeout
         options.http.stallTimeout = min(options.http.stallTimeout, configuration.networkTimeout)
+        options.probe = probeAudio
         return OfflineStoreCopies(store: opened, options: options, keys: keys)
     }
+}
+
+/// A downloaded copy's check before it is recorded complete
+/// (`OfflineDownloadOptions.probe`): FFmpeg opens the file and decodes its
+/// first frames. Throws what the decoder says (a page, not audio).
+@Sendable func probeAudio(path: String) throws(CoreError) {
+    let decoder = FFmpegDecoderAdapter()
+    let handle = try decoder.open(url: path)
+    defer { decoder.close(handle) }
+    let channels = try decoder.info(handle).channels
+    let frames = 1024
+    let samples = UnsafeMutablePointer<Float>.allocate(capacity: frames * max(1, channels))
+    defer { samples.deallocate() }
+    let got = try decoder.read(handle, into: samples, maxFrames: frames)
+    guard got > 0 else { throw .unsupported("\(path): no audio frames could be decoded") }
 }
 
 /// `--cache`, `--cache-key-drop` (play and serve) — specs/offline.md §Cache, §Keys.

@@ -6,6 +6,7 @@ import ArgumentParser
 import Foundation
 import HarmoniaControl
 import HarmoniaCore
+import HarmoniaHTTP
 import HarmoniaOfflineStore
 
 struct OfflineCommand: ParsableCommand {
@@ -73,6 +74,7 @@ struct OfflineAddCommand: ParsableCommand {
 
     func run() throws {
         var options = OfflineDownloadOptions()
+        options.probe = probeAudio
         if let networkTimeout {
             options.giveUpAfter = networkTimeout
             options.http.stallTimeout = min(options.http.stallTimeout, networkTimeout)
@@ -133,7 +135,8 @@ struct OfflineListCommand: ParsableCommand {
             return
         }
         for entry in entries {
-            let state = entry.complete ? "complete" : "partial \(entry.held)/\(entry.size.map(String.init) ?? "?")"
+            let state = entry.complete ? "complete"
+                : (entry.damaged ? "damaged " : "partial ") + "\(entry.held)/\(entry.size.map(String.init) ?? "?")"
             Console.out("\(Console.oneLine(entry.key))\t\(entry.size.map(String.init) ?? "-")\t\(state)\t\(Console.oneLine(entry.url))")
         }
     }
@@ -173,20 +176,23 @@ struct OfflineRemoveCommand: ParsableCommand {
 struct OfflineVerifyCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "verify",
-        abstract: "Re-read every complete entry; remove and name the damaged ones (exit 1).")
+        abstract: "Re-read every complete or damaged entry block by block; fetch changed blocks again, or remove and name the copies that cannot be (exit 1).")
 
     @OptionGroup var storeOption: OfflineStoreOption
 
     func run() throws {
         let store = try storeOption.open()
         do {
-            let damaged = try store.verify()
-            for damage in damaged {
+            let damaged = try store.verify(repairingWith: HTTPSourceConfiguration())
+            for damage in damaged where damage.repaired {
+                Console.out("offline: \(Console.oneLine(damage.entry.key)): repaired (\(damage.problem))")
+            }
+            for damage in damaged where !damage.repaired {
                 Console.report(damage.entry.key, .decodeError("damaged copy removed (file \(damage.entry.fileName)): \(damage.problem)"))
             }
             let count = try store.entries().count { $0.complete }
             Console.out("offline verify: \(count) complete, \(damaged.count) damaged")
-            if !damaged.isEmpty { throw ExitCode(1) }
+            if damaged.contains(where: { !$0.repaired }) { throw ExitCode(1) }
         } catch let error as CoreError {
             Console.report(store.directory, error)
             throw ExitCode(1)

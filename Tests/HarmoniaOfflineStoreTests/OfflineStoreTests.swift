@@ -36,7 +36,8 @@ import Testing
         _ = FileManager.default.createFile(atPath: store.path(of: entry), contents: Data(bytes))
         try store.recordStart(key: key, url: "http://127.0.0.1/x", held: 0, size: Int64(bytes.count), etag: "\"e\"",
                               lastModified: nil, contentLength: Int64(bytes.count))
-        try store.recordComplete(key: key, size: Int64(bytes.count), hash: SHA256.hex(of: String(decoding: bytes, as: UTF8.self)))
+        try store.recordComplete(key: key, size: Int64(bytes.count), hash: SHA256.hex(of: String(decoding: bytes, as: UTF8.self)),
+                                 blocks: nil)
         return (store, try #require(try store.entry(key: key)))
     }
 
@@ -141,7 +142,7 @@ import Testing
         let entry = try store.entryCreating(key: key, url: "http://127.0.0.1/" + key, pinned: pinned)
         _ = FileManager.default.createFile(atPath: store.path(of: entry), contents: Data(count: size))
         try store.recordStart(key: key, url: entry.url, held: 0, size: Int64(size), etag: "\"e\"", lastModified: nil, contentLength: Int64(size))
-        try store.recordComplete(key: key, size: Int64(size), hash: "x")
+        try store.recordComplete(key: key, size: Int64(size), hash: "x", blocks: nil)
         try store.run("UPDATE entry SET last_played = ? WHERE key = ?", [.real(played), .text(key)])
     }
 

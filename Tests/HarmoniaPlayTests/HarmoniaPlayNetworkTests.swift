@@ -1,13 +1,23 @@
 // harmonia-play on a misbehaving server (specs/network.md §Tests): what a
 // listener gets — the file's exact audio after a stall, the events that say
 // why the sound stopped, the error and the queue going on after a timeout,
-// the station of a radio, --start without Range support, the headers.
+// the station of a radio, --start without Range support, the headers. The
+// fault tests run twice: as users run the player (the stream cache on, the
+// default) and with `--cache off`; both keep the same promises.
 import Foundation
 import HarmoniaTestSupport
 import Testing
 
 @Suite("harmonia-play over the network", .serialized) struct HarmoniaPlayNetworkTests {
     static let mp3 = "mp3_cbr_stereo_44k.mp3"
+
+    /// The stream cache as a run has it: the default (on), or `--cache off`.
+    enum Cache: String, CaseIterable, CustomTestStringConvertible, Sendable {
+        case byDefault, off
+        /// The options that choose it (none for the default).
+        var options: [String] { self == .off ? ["--cache", "off"] : [] }
+        var testDescription: String { self == .off ? "--cache off" : "cache on (default)" }
+    }
 
     /// The JSON events of a `--json` run: (name, data).
     static func events(_ result: ProcessResult) -> [(name: String, data: [String: Any])] {
@@ -26,10 +36,10 @@ import Testing
         return (result, FileManager.default.contents(atPath: path) ?? Data())
     }
 
-    @Test("a stall mid-file: reconnecting and resumed events at the exact byte, and the local file's samples")
-    func stall() throws {
+    @Test("a stall mid-file: reconnecting and resumed events at the exact byte, and the local file's samples", arguments: Cache.allCases)
+    func stall(cache: Cache) throws {
         let server = try FaultHTTPServer()
-        let (result, bytes) = try Self.playToFile([server.url(Self.mp3, "stall=12000")])
+        let (result, bytes) = try Self.playToFile(cache.options + [server.url(Self.mp3, "stall=12000")])
         let (_, local) = try Self.playToFile([Fixtures.named(Self.mp3).path])
         #expect(result.status == 0, "\(result.stderrText)")
         #expect(!local.isEmpty && bytes == local)
@@ -43,10 +53,11 @@ import Testing
         #expect(events.contains { $0.name == "resumed" && $0.data["byte"] as? Int == 12_000 })
     }
 
-    @Test("real time: the output runs dry during a stall — buffering, then playing again; nothing lost")
-    func buffering() throws {
+    @Test("real time: the output runs dry during a stall — buffering, then playing again; nothing lost", arguments: Cache.allCases)
+    func buffering(cache: Cache) throws {
         let server = try FaultHTTPServer()
-        let result = try ProcessRunner.harmoniaPlay(["--json", "--output", "null", server.url("flac_s16_stereo_44k.flac", "stall=40000")])
+        let result = try ProcessRunner.harmoniaPlay(["--json", "--output", "null"] + cache.options
+                                                    + [server.url("flac_s16_stereo_44k.flac", "stall=40000")])
         #expect(result.status == 0, "\(result.stderrText)")
         let events = Self.events(result)
         let states = events.filter { $0.name == "state_changed" }.compactMap { $0.data["state"] as? String }
@@ -56,12 +67,12 @@ import Testing
         #expect(events.contains { $0.name == "track_ended" && $0.data["reason"] as? String == "finished" })
     }
 
-    @Test("a server that stops for good: ioError at --network-timeout naming the URL, and the next input plays")
-    func timeout() throws {
+    @Test("a server that stops for good: ioError at --network-timeout naming the URL, and the next input plays", arguments: Cache.allCases)
+    func timeout(cache: Cache) throws {
         let server = try FaultHTTPServer()
         let url = server.url(Self.mp3, "stallall=12000")
         let wav = Fixtures.named("wav_s16_stereo_44k.wav").path
-        let (result, _) = try Self.playToFile(["--network-timeout", "2", url, wav])
+        let (result, _) = try Self.playToFile(cache.options + ["--network-timeout", "2", url, wav])
         #expect(result.status == 1)
         let events = Self.events(result)
         let error = try #require(events.first { $0.name == "error" })
@@ -96,13 +107,13 @@ import Testing
         #expect(stalled.stdoutText.contains("Connection lost; reconnecting at byte 12000 (attempt 1)…"), "\(stalled.stdoutText)")
     }
 
-    @Test("--control: a link_expired event, a renew command with a fresh URL, and the stream plays on exactly")
-    func renewOverControl() throws {
+    @Test("--control: a link_expired event, a renew command with a fresh URL, and the stream plays on exactly", arguments: Cache.allCases)
+    func renewOverControl(cache: Cache) throws {
         let server = try FaultHTTPServer()
         let path = NSTemporaryDirectory() + "hp-renew-\(getpid()).f32"
         defer { unlink(path) }
         let url = server.url(Self.mp3, "stall=12000&expire=1")
-        let player = try LineProcess.harmoniaPlay(["--output", "file:" + path, "--control", "stdin", url])
+        let player = try LineProcess.harmoniaPlay(["--output", "file:" + path, "--control", "stdin"] + cache.options + [url])
         let expired = player.stdout.take(timeout: 30) { $0.contains(#""event":"link_expired""#) }
         #expect(expired?.line.contains(#""status":403"#) == true, "\(String(describing: expired))")
         let request: [String: Any] = ["message_id": 1, "command": "renew", "args": ["url": url, "new_url": server.url(Self.mp3, "fresh=1")]]
@@ -149,10 +160,10 @@ import Testing
         #expect(player.waitForExit() == 0)
     }
 
-    @Test("--start on a server without Range support: decoded forward, the same frames as from a file")
-    func startWithoutRanges() throws {
+    @Test("--start on a server without Range support: decoded forward, the same frames as from a file", arguments: Cache.allCases)
+    func startWithoutRanges(cache: Cache) throws {
         let server = try FaultHTTPServer()
-        let (result, bytes) = try Self.playToFile(["--start", "1.2", server.url(Self.mp3, "norange=1")])
+        let (result, bytes) = try Self.playToFile(cache.options + ["--start", "1.2", server.url(Self.mp3, "norange=1")])
         let (_, local) = try Self.playToFile(["--start", "1.2", Fixtures.named(Self.mp3).path])
         #expect(result.status == 0, "\(result.stderrText)")
         #expect(!local.isEmpty && bytes == local)
@@ -186,22 +197,63 @@ import Testing
         #expect(!local.isEmpty && bytes == local, "\(bytes.count) bytes from the server, \(local.count) from the file")
     }
 
-    @Test("--http-header goes to the server; one GET per open")
-    func headers() throws {
+    @Test("--http-header goes to the server; one GET per open", arguments: Cache.allCases)
+    func headers(cache: Cache) throws {
         let server = try FaultHTTPServer()
-        let (result, _) = try Self.playToFile(["--http-header", "Authorization: Bearer token-42", server.url(Self.mp3)])
+        let (result, _) = try Self.playToFile(cache.options + ["--http-header", "Authorization: Bearer token-42", server.url(Self.mp3)])
         #expect(result.status == 0, "\(result.stderrText)")
         let gets = server.requests.filter { $0.method == "GET" }
         #expect(gets.count == 1, "\(gets.map(\.path))")
         #expect(gets.first?.authorization == "Bearer token-42")
     }
 
-    @Test("an expired link (403): one line that says to fetch a fresh URL, exit 1")
-    func expired() throws {
+    @Test("an expired link (403): one line that says to fetch a fresh URL, exit 1", arguments: Cache.allCases)
+    func expired(cache: Cache) throws {
         let server = try FaultHTTPServer()
-        let result = try ProcessRunner.harmoniaPlay(["--output", "null", server.url(Self.mp3, "status=403")])
+        let result = try ProcessRunner.harmoniaPlay(["--output", "null"] + cache.options + [server.url(Self.mp3, "status=403")])
         #expect(result.status == 1)
         let lines = result.stderrText.split(separator: "\n")
         #expect(lines.count == 1 && lines[0].contains("ioError") && lines[0].contains("fresh URL"), "\(result.stderrText)")
+    }
+
+    /// A run's stderr with its digits masked (attempt counts vary with timing).
+    static func shape(_ text: String) -> String {
+        String(text.map { $0.isNumber ? "#" : $0 })
+    }
+
+    /// Runs the player on `url` with `options`, bounded by `timeout` (a hang
+    /// fails the test rather than stopping the suite); also its seconds.
+    static func timedPlay(_ options: [String], _ url: String) throws -> (result: ProcessResult, seconds: Double) {
+        let started = Date()
+        let result = try ProcessRunner.run("/usr/bin/timeout", ["-s", "KILL", "60", ProcessRunner.productsDirectory + "/harmonia-play",
+                                                                "--output", "null", "--network-timeout", "3"] + options + [url])
+        return (result, Date().timeIntervalSince(started))
+    }
+
+    @Test("a server that answers 500, one that never answers, one that refuses, a 404: the same one line and exit code with the cache on (the default) as with --cache off, given up by the network timeout",
+          arguments: ["status=500", "never=1", "refuse=1", "status=404", "status=418"])
+    func faultsSameWithCache(fault: String) throws {
+        let server = try FaultHTTPServer()
+        let cached = try Self.timedPlay([], server.url(Self.mp3, fault))
+        let uncached = try Self.timedPlay(["--cache", "off"], server.url(Self.mp3, fault))
+        #expect(cached.result.status == 1 && uncached.result.status == 1,
+                "exit \(cached.result.status) (cache on), \(uncached.result.status) (off): \(cached.result.stderrText)")
+        let lines = cached.result.stderrText.split(separator: "\n")
+        #expect(lines.count == 1, "\(cached.result.stderrText)")
+        #expect(Self.shape(cached.result.stderrText) == Self.shape(uncached.result.stderrText),
+                "cache on: \(cached.result.stderrText)cache off: \(uncached.result.stderrText)")
+        // The promise is the network timeout (3 s); before the fix the cache's
+        // download gave up at it and the player then asked the network again.
+        #expect(cached.seconds < 3 + 2.5, "\(cached.seconds) s with the cache, \(uncached.seconds) s without")
+    }
+
+    @Test("connections cut every 20,000 bytes: the whole file, exactly, with the cache on (the default) and off", arguments: Cache.allCases)
+    func cutConnections(cache: Cache) throws {
+        let server = try FaultHTTPServer()
+        let (result, bytes) = try Self.playToFile(cache.options + [server.url(Self.mp3, "reset=20000")])
+        let (_, local) = try Self.playToFile([Fixtures.named(Self.mp3).path])
+        #expect(result.status == 0, "\(result.stderrText)")
+        #expect(!local.isEmpty && bytes == local)
+        #expect(Self.events(result).contains { $0.name == "reconnecting" })
     }
 }

@@ -10,13 +10,14 @@ public final class FaultHTTPServer: @unchecked Sendable {
     private let process: LineProcess
     private let logPath: String
 
-    /// Starts the server on a free loopback port, serving `root`; with `tls`,
-    /// https with a self-signed certificate made for the occasion.
-    public init(root: String = Fixtures.root + "/audio", tls: Bool = false) throws {
+    /// Starts the server on a free loopback port (or `port`: a stopped
+    /// server's, to bring it back), serving `root`; with `tls`, https with a
+    /// self-signed certificate made for the occasion.
+    public init(root: String = Fixtures.root + "/audio", tls: Bool = false, port: Int = 0) throws {
         let directory = NSTemporaryDirectory() + "harmonia-fault-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         logPath = directory + "/requests.jsonl"
-        var arguments = [Fixtures.repositoryRoot + "/Tests/Network/fault_server.py", "--root", root, "--log", logPath]
+        var arguments = [Fixtures.repositoryRoot + "/Tests/Network/fault_server.py", "--root", root, "--log", logPath, "--port", String(port)]
         if tls {
             let certificate = directory + "/cert.pem", key = directory + "/key.pem"
             let made = try ProcessRunner.run("/usr/bin/openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",

@@ -1,5 +1,6 @@
 // Runs a program to completion and captures what it printed.
 import Foundation
+import Testing
 
 public struct ProcessResult: Sendable {
     public let status: Int32
@@ -41,14 +42,29 @@ public enum ProcessRunner {
         return ProcessResult(status: process.terminationStatus, stdout: outData.withLock { $0 }, stderr: errData.withLock { $0 })
     }
 
-    /// A child's environment: `given` (nil: this process's), with
-    /// HARMONIA_PLAY_CACHE=off unless it says otherwise — a test's
-    /// harmonia-play keeps no stream cache in the user's folders, and a URL
-    /// another test played is fetched again (a cache test passes --cache).
+    /// A child's environment: `given` (nil: this process's), its data
+    /// folder (XDG_DATA_HOME) the running test's own unless the test chose
+    /// one. The programs run with their defaults — the stream cache on —,
+    /// and what one test's players kept (history, offline copies, cache) is
+    /// seen by that test's later players, never by another test's: a
+    /// loopback port is reused within a run, so another test's URL can be
+    /// the same string.
     public static func childEnvironment(_ given: [String: String]?) -> [String: String] {
-        var environment = given ?? ProcessInfo.processInfo.environment
-        if environment["HARMONIA_PLAY_CACHE"] == nil { environment["HARMONIA_PLAY_CACHE"] = "off" }
+        let inherited = ProcessInfo.processInfo.environment
+        var environment = given ?? inherited
+        if environment["XDG_DATA_HOME"] == inherited["XDG_DATA_HOME"], let test = Test.current {
+            let base = inherited["XDG_DATA_HOME"] ?? (NSTemporaryDirectory() + "harmonia-test-data")
+            environment["XDG_DATA_HOME"] = base + "/by-test/" + folderName(for: String(describing: test.id))
+        }
         return environment
+    }
+
+    /// A short folder name for a test's id (its function's name and a hash of the whole).
+    private static func folderName(for id: String) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325  // FNV-1a
+        for byte in id.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        let name = id.split(separator: "/").last.map { String($0.prefix { $0.isLetter || $0.isNumber }) } ?? ""
+        return name.prefix(40) + "-" + String(hash, radix: 16)
     }
 
     /// The folder holding the built products (the test bundle's folder).

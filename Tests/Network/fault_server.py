@@ -210,6 +210,7 @@ def main():
     parser.add_argument("--root", required=True)
     parser.add_argument("--log", required=True)
     parser.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"))
+    parser.add_argument("--port", type=int, default=0, help="a port of its own (0: a free one)")
     args = parser.parse_args()
     # A test process's threads block most signals, and a child inherits the
     # mask: unblock them, so SIGTERM from the test ends the server.
@@ -218,7 +219,7 @@ def main():
     Handler.root = args.root
     Handler.log_file = args.log
     open(args.log, "w").close()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     server.daemon_threads = True
     if args.tls:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

@@ -26,6 +26,9 @@ public struct OfflineCopy: Sendable, Equatable {
     public var sha256: String?
     /// The data file's name inside the store folder.
     public var file: String
+    /// Found altered on disk and not fetched again yet: partial up to its
+    /// first bad block (the next play or `offline verify` repairs it).
+    public var damaged = false
 
     public init(key: String, url: String, size: Int64?, held: Int64, complete: Bool, pinned: Bool, added: Double,
                 lastPlayed: Double? = nil, etag: String? = nil, lastModified: String? = nil, sha256: String? = nil, file: String) {

@@ -54,7 +54,7 @@ public enum ControlOffline {
             ("complete", .bool(copy.complete)), ("pinned", .bool(copy.pinned)),
             ("added", .string(isoTime(copy.added))), ("last_played", copy.lastPlayed.map { .string(isoTime($0)) } ?? .null),
             ("etag", text(copy.etag)), ("last_modified", text(copy.lastModified)),
-            ("sha256", text(copy.sha256)), ("file", .string(copy.file)),
+            ("sha256", text(copy.sha256)), ("file", .string(copy.file)), ("damaged", .bool(copy.damaged)),
         ])
     }
 
