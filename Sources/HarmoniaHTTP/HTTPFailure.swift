@@ -1,4 +1,4 @@
-// The words of an http(s) failure — specs/network.md §Errors
+// The words of an http(s) failure — specs/network.md §Policy
 //
 // A player's stream (HTTPStream) and a download (httpFetch's callers: the
 // offline copies and the stream cache) meet the same servers. The same
