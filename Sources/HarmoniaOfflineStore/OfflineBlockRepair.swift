@@ -19,6 +19,19 @@ struct OfflineBlockRepair: Sendable {
         self.http = http
     }
 
+    /// Block `index` fetched again, checked against its recorded hash and
+    /// written into `file` (not fsynced: the caller syncs). Returns its bytes.
+    /// - Throws: `ioError` saying why not (another version, a status, the network, the disk).
+    func restore(_ index: Int, of blocks: BlockHashes, in file: OfflineDataFile) throws(CoreError) -> [UInt8] {
+        let (start, count) = blocks.range(of: index)
+        let fresh = try fetch(start: start, count: count)
+        guard fresh.withUnsafeBytes({ blocks.matches(index, $0) }) else {
+            throw .ioError("the server has another version now (its bytes are not the recorded ones)")
+        }
+        try file.write(fresh, at: start)
+        return fresh
+    }
+
     /// The `count` bytes at `start`, as the server has them now.
     /// - Throws: `ioError` saying why not (another version, a status, the network).
     func fetch(start: Int64, count: Int) throws(CoreError) -> [UInt8] {

@@ -154,13 +154,9 @@ final class OfflineFileSource: ByteSource, @unchecked Sendable {
             blockIndex = index
             return
         }
-        let (start, count) = blocks.range(of: index)
+        let start = blocks.range(of: index).start
         do throws(CoreError) {
-            let fresh = try repair.fetch(start: start, count: count)
-            guard fresh.withUnsafeBytes({ blocks.matches(index, $0) }) else {
-                throw .ioError("the server's bytes are not the recorded ones either: it has another version now")
-            }
-            try file.write(fresh, at: start)
+            let fresh = try repair.restore(index, of: blocks, in: file)
             try file.sync()
             fresh.withUnsafeBytes { block.copyMemory(from: $0) }
             blockIndex = index

@@ -423,15 +423,9 @@ extension OfflineStore {
             guard let http else { return Damage(entry: entry, problem: problem) }
             let repair = OfflineBlockRepair(entry: entry, http: http)
             for index in bad {
-                let (start, _) = blocks.range(of: index)
-                let fresh: [UInt8]
-                do throws(CoreError) { fresh = try repair.fetch(start: start, count: blocks.range(of: index).count) } catch {
+                do throws(CoreError) { _ = try repair.restore(index, of: blocks, in: data) } catch {
                     return Damage(entry: entry, problem: problem + "; fetching it again failed: \(error.message)")
                 }
-                guard fresh.withUnsafeBytes({ blocks.matches(index, $0) }) else {
-                    return Damage(entry: entry, problem: problem + "; the server has another version now")
-                }
-                try data.write(fresh, at: start)
             }
             try data.sync()
             return Damage(entry: entry, problem: problem, repaired: true)
