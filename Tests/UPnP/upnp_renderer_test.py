@@ -12,19 +12,15 @@ condition (an event, a polled value, a line), bounded in time; none sleeps
 for a fixed while. Prints one line per check and 'N passed, 0 failed'.
 """
 import asyncio
-import json
-import math
 import os
 import re
 import shutil
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
-import wave
 
 from async_upnp_client.aiohttp import AiohttpNotifyServer, AiohttpRequester
 from async_upnp_client.client import UpnpStateVariable
@@ -32,7 +28,7 @@ from async_upnp_client.client_factory import UpnpFactory
 from async_upnp_client.exceptions import UpnpActionError
 from async_upnp_client.profiles.dlna import DmrDevice, TransportState
 from async_upnp_client.search import async_search
-from upnp_test_support import ServeProcess, check, run_checks
+from upnp_test_support import Renderer, check, gena, run_checks, serve_files, sine_wav, until
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -46,28 +42,6 @@ def free_udp_port():
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def sine_wav(path, seconds, rate=44100):
-    """A 16-bit stereo 440 Hz sine: long enough to pause, seek and watch the position."""
-    frames = int(seconds * rate)
-    one = bytes(b"".join(struct.pack("<hh", int(8000 * math.sin(2 * math.pi * 440 * i / rate)), 0) for i in range(rate)))
-    with wave.open(path, "wb") as w:
-        w.setnchannels(2)
-        w.setsampwidth(2)
-        w.setframerate(rate)
-        for _ in range(frames // rate):
-            w.writeframes(one)
-
-
-def serve_files(root, log):
-    """The fixtures over http on 127.0.0.1 (Range, lengths): the process and its base URL."""
-    # Its stderr to a file, not ours: a process left behind must not hold the
-    # caller's pipes open (the caller reads them to their end).
-    files = subprocess.Popen([sys.executable, os.path.join(ROOT, "Tests", "Network", "fault_server.py"), "--root", root,
-                              "--log", log], stdout=subprocess.PIPE, stderr=open(log + ".stderr", "w"),
-                             stdin=subprocess.DEVNULL, text=True)
-    return files, f"http://127.0.0.1:{int(files.stdout.readline())}"
 
 
 class SSDPWatcher:
@@ -96,77 +70,6 @@ class SSDPWatcher:
         return None
 
 
-class Renderer(ServeProcess):
-    def __init__(self, binary, work, ssdp_port, output="null"):
-        self.control_path = os.path.join(work, "control.sock")
-        super().__init__(binary, work, ["--output", output, "--upnp-listen", "127.0.0.1:0",
-                                        "--upnp-ssdp-port", str(ssdp_port or "off"), "--control", "unix:" + self.control_path])
-        try:
-            self.location = self.wait_line(r"UPnP renderer \"Harmonia test\" on (http://\S+)")
-            self.mpd_port = int(self.wait_line(r"MPD protocol on 127\.0\.0\.1:(\d+)"))
-            self.uuid = self.device_uuid()
-        except BaseException:
-            self.stop()  # not left running after a failed start
-            raise
-
-    def control(self, command):
-        """One control-protocol request on the JSON-lines socket: its reply's result (events skipped)."""
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-            s.settimeout(10)
-            s.connect(self.control_path)
-            f = s.makefile("rwb")
-            f.write((json.dumps({"message_id": 1, "command": command}) + "\n").encode())
-            f.flush()
-            for _ in range(1000):
-                reply = json.loads(f.readline())
-                if reply.get("message_id") == 1:
-                    return reply.get("result")
-            raise AssertionError(f"no reply to {command}")
-
-    def mpd(self, *commands):
-        """One MPD connection: each command's answer lines."""
-        with socket.create_connection(("127.0.0.1", self.mpd_port), timeout=10) as s:
-            f = s.makefile("rwb")
-            f.readline()
-            answers = []
-            for command in commands:
-                f.write((command + "\n").encode())
-                f.flush()
-                lines = []
-                while True:
-                    line = f.readline().decode().rstrip("\n")
-                    if line == "OK" or line.startswith("ACK"):
-                        lines.append(line)
-                        break
-                    lines.append(line)
-                answers.append(lines)
-            return answers
-
-
-async def until(dmr, predicate, what, timeout=10, poll=True):
-    """Waits for `predicate()` on events, polling the device between them."""
-    changed = asyncio.Event()
-    previous = dmr.on_event
-    dmr.on_event = lambda service, variables: (previous and previous(service, variables), changed.set())
-    deadline = time.monotonic() + timeout
-    try:
-        while time.monotonic() < deadline:
-            if predicate():
-                return
-            changed.clear()
-            if poll:
-                await dmr.async_update()
-                if predicate():
-                    return
-            try:
-                await asyncio.wait_for(changed.wait(), min(0.25, max(0.01, deadline - time.monotonic())))
-            except asyncio.TimeoutError:
-                pass
-        raise AssertionError(f"timed out waiting for {what}")
-    finally:
-        dmr.on_event = previous
-
-
 def soap(url, action, body_inner, service=AVT, header_action=None, raw_body=None):
     body = raw_body or (
         '<?xml version="1.0"?><s:Envelope xmlns:s="http://schemas.xmlsoap.org/soap/envelope/" '
@@ -179,22 +82,6 @@ def soap(url, action, body_inner, service=AVT, header_action=None, raw_body=None
             return answer.status, answer.read().decode()
     except urllib.error.HTTPError as error:
         return error.code, error.read().decode()
-
-
-def gena(location, method, service, **headers):
-    """One SUBSCRIBE or UNSUBSCRIBE: the status and the answer's headers."""
-    host, port = location.split("//")[1].split("/")[0].rsplit(":", 1)
-    lines = [f"{method} /upnp/{service}/event HTTP/1.1", f"HOST: {host}:{port}"]
-    lines += [f"{name.upper()}: {value}" for name, value in headers.items()]
-    with socket.create_connection((host, int(port)), timeout=10) as s:
-        s.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
-        answer = s.makefile("rb")
-        status = answer.readline().decode().split(" ")[1]
-        fields = {}
-        for line in iter(lambda: answer.readline().decode().rstrip("\r\n"), ""):
-            name, _, value = line.partition(":")
-            fields[name.strip().lower()] = value.strip()
-        return status, fields
 
 
 def subscribe(location, callback_port):
