@@ -355,8 +355,13 @@ async def main(binary):
         dead.bind(("127.0.0.1", 0))
         dead.listen(64)
         answers = [subscribe(renderer.location, dead.getsockname()[1]) for _ in range(1000)]
-        check(answers.count("503") >= 968 and answers.count("200") <= 32,
-              f"1,000 more subscriptions: refused past the cap ({answers.count('200')} taken, {answers.count('503')} refused)")
+        # The cap holds at once; a dead subscriber dropped after its answer
+        # timeout (5 s) frees its place, so a burst slower than that (a loaded
+        # machine) may take a few more later on.
+        first_refusal = answers.index("503") if "503" in answers else len(answers)
+        check(first_refusal <= 32 and answers.count("503") >= 900,
+              f"1,000 more subscriptions: refused past the cap (the first refusal at #{first_refusal + 1}; "
+              f"{answers.count('200')} taken, {answers.count('503')} refused)")
         await dmr.async_set_volume_level(0.7)
         await until(dmr, lambda: dmr.volume_level is not None and abs(dmr.volume_level - 0.7) < 0.011, "Volume 70 despite dead subscribers", poll=False)
         check(True, "dead subscribers (a callback that never answers): events still reach the live one at once")

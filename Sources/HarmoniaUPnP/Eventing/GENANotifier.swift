@@ -6,9 +6,18 @@ enum GENANotifier {
     /// Connects (at most 3 s), sends one NOTIFY and reads the status line
     /// (at most 5 s in all). Succeeds with true for a 2xx answer, false for
     /// anything else (refused, timed out, another status); never fails.
+    /// The callback's host is a numeric address (the subscriber's own), so
+    /// it is connected to as one: no name resolution, whose one serial
+    /// queue per loop is the only path every subscriber would share (a slow
+    /// resolver — an AAAA lookup of an IPv4 literal that goes to an
+    /// unreachable DNS server — would delay everyone's notifications).
     /// Threads: any; runs on `loop`.
     static func send(body: String, sid: String, seq: UInt32, to callback: GENACallback, loop: any EventLoop) -> EventLoopFuture<Bool> {
         let outcome = NotifyOutcome(promise: loop.makePromise(of: Bool.self))
+        guard let address = try? SocketAddress(ipAddress: callback.host, port: callback.port) else {
+            loop.execute { outcome.finish(false) }
+            return outcome.promise.futureResult
+        }
         let host = callback.host.contains(":") ? "[\(callback.host)]" : callback.host
         let bodyBytes = Array(body.utf8)
         let request = "NOTIFY \(callback.path) HTTP/1.1\r\nHOST: \(host):\(callback.port)\r\n"
@@ -24,7 +33,7 @@ enum GENANotifier {
                     try channel.pipeline.syncOperations.addHandler(NotifyAnswerHandler(outcome: outcome))
                 }
             }
-            .connect(host: callback.host, port: callback.port)
+            .connect(to: address)
             .whenComplete { result in
                 switch result {
                 case .success(let channel):
