@@ -1,9 +1,11 @@
 // TagText — specs/models.md §TagText
 
-/// The one rule for tag text that leaves a file for the library: control
-/// characters (which would break a line protocol) become spaces,
-/// surrounding white space goes, and a value left empty is no value.
-/// Pure; any thread.
+/// The one rule for tag text that leaves a file for a queue entry or the
+/// library: control characters (which would break a line protocol) become
+/// spaces, surrounding white space goes, and a value left empty is no value.
+/// `Track` holds its tags so and the library stores them so, whichever
+/// source they came from (a file, a library row, a playlist, a UPnP control
+/// point), so every frontend shows the same values. Pure; any thread.
 public enum TagText {
     /// `text` cleaned; nil when nothing is left (or `text` is nil).
     public static func cleaned(_ text: String?) -> String? {
