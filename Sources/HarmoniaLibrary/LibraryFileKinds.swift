@@ -30,7 +30,7 @@ extension LibrarySong {
     public init(path: String, modified: Int64, size: Int64, tags: TagBundle, stream: StreamInfo) {
         var values: [LibraryTag: [String]] = [:]
         func put(_ tag: LibraryTag, _ list: [String]) {
-            let cleaned = list.map(Self.cleanTagText).filter { !$0.isEmpty }
+            let cleaned = TagText.cleaned(list)
             if !cleaned.isEmpty { values[tag] = cleaned }
         }
         func put(_ tag: LibraryTag, _ value: String?) { put(tag, value.map { [$0] } ?? []) }
@@ -66,21 +66,5 @@ extension LibrarySong {
         let bits = float ? "f" : (1...64).contains(stream.bitDepth) ? String(stream.bitDepth) : "*"
         let channels = (1...255).contains(stream.channels) ? String(stream.channels) : "*"
         return "\(rate):\(bits):\(channels)"
-    }
-
-    /// `text` with control characters (which would break a line protocol)
-    /// turned into spaces and surrounding white space removed.
-    static func cleanTagText(_ text: String) -> String {
-        let scalars = text.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? Unicode.Scalar(UInt8(0x20)) : $0 }
-        return String(String.UnicodeScalarView(scalars)).trimmingWhitespace()
-    }
-}
-
-extension String {
-    /// Without leading and trailing spaces, tabs and newlines.
-    func trimmingWhitespace() -> String {
-        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0.isNewline }
-        guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else { return "" }
-        return String(self[first...last])
     }
 }

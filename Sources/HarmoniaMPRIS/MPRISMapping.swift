@@ -158,10 +158,10 @@ enum MPRISMapping {
         add("xesam:title", text(track.title ?? tags?.title ?? fileName(track.url)))
         add("xesam:artist", list(track.artists.isEmpty ? tags?.artists ?? [] : track.artists))
         add("xesam:album", text(track.album ?? tags?.album))
-        add("xesam:albumArtist", list(tags?.albumArtists ?? []))
+        add("xesam:albumArtist", list(track.albumArtists.isEmpty ? tags?.albumArtists ?? [] : track.albumArtists))
         add("xesam:trackNumber", number(tags?.trackNumber))
         add("xesam:discNumber", number(tags?.discNumber))
-        add("xesam:genre", list(tags?.genres ?? []))
+        add("xesam:genre", list(track.genres.isEmpty ? tags?.genres ?? [] : track.genres))
         add("xesam:composer", list(tags?.composers ?? []))
         return .dictionary(entries)
     }

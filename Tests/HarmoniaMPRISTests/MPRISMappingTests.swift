@@ -83,6 +83,10 @@ struct MPRISMappingTests {
         let queued = Track(url: "/m/x.flac", artists: ["A", "B"])
         #expect(MPRISMapping.metadata(track: queued, tags: tags, lengthSeconds: nil, artURL: nil, currentDirectory: "/")["xesam:artist"]
                 == .strings(["A", "B"]))
+        // So do its album artists and genres (a UPnP control point's, with no file tags at all).
+        let cast = Track(url: "http://h/a.flac", albumArtists: ["Various"], genres: ["Jazz", "Blues"])
+        let casted = MPRISMapping.metadata(track: cast, tags: nil, lengthSeconds: nil, artURL: nil, currentDirectory: "/")
+        #expect(casted["xesam:albumArtist"] == .strings(["Various"]) && casted["xesam:genre"] == .strings(["Jazz", "Blues"]))
     }
 
     @Test("A cover given by URL with the entry (a UPnP control point's) is mpris:artUrl when the file has no embedded cover")

@@ -271,7 +271,7 @@ struct HarmoniaPlayControlTests {
         #expect((objects.last?["data"] as? [String: Any])?["state"] as? String == "stopped")
         let track = (objects[started]["data"] as? [String: Any])?["track"] as? [String: Any]
         #expect(track?["url"] as? String == Self.wav)
-        #expect(Set(track?.keys.map { $0 } ?? []) == ["id", "url", "title", "artist", "artists", "album", "duration"])
+        #expect(Set(track?.keys.map { $0 } ?? []) == ["id", "url", "title", "artist", "artists", "album", "album_artist", "album_artists", "genres", "duration"])
         #expect((objects[ended]["data"] as? [String: Any])?["reason"] as? String == "finished")
     }
 }

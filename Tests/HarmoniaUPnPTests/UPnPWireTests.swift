@@ -125,6 +125,17 @@ func faultCode(_ body: () throws -> Any) -> Int? {
         #expect(faultCode { try DIDLLite.read("<!DOCTYPE x><DIDL-Lite/>") } == 402)
     }
 
+    @Test("upnp:genre and upnp:artist role=AlbumArtist become the entry's genres and album artists, and our own DIDL-Lite carries them")
+    func didlGenresAndAlbumArtists() throws {
+        let didl = #"<DIDL-Lite xmlns:upnp="urn:schemas-upnp-org:metadata-1-0/upnp/" xmlns:dc="http://purl.org/dc/elements/1.1/"><item>"#
+            + #"<dc:title>T</dc:title><upnp:artist role="AlbumArtist">Various</upnp:artist><upnp:artist>A</upnp:artist>"#
+            + #"<dc:creator>B</dc:creator><upnp:genre>Jazz</upnp:genre><upnp:genre> </upnp:genre><upnp:genre>Blues</upnp:genre></item></DIDL-Lite>"#
+        let (track, _) = try UPnPRenderer.track(uri: "http://h/a.flac", metadata: didl)
+        #expect(track.artists == ["A", "B"] && track.albumArtists == ["Various"] && track.genres == ["Jazz", "Blues"])
+        let again = try DIDLLite.read(DIDLLite.make(for: track))
+        #expect(again.artists == ["A", "B"] && again.albumArtists == ["Various"] && again.genres == ["Jazz", "Blues"])
+    }
+
     @Test("albumArtURI: an http(s) cover becomes the entry's artworkURL and is in our own DIDL-Lite; other schemes are dropped")
     func albumArt() throws {
         func didl(_ art: String) -> String {

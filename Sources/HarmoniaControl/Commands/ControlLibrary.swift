@@ -80,12 +80,9 @@ public final class ControlLibrary: Sendable {
         }
     }
 
-    /// A queue entry for a library song: its absolute path and the tags the
-    /// library has (so nothing is read to show it).
+    /// A queue entry for a library song (`Track(song:in:)`).
     public func track(for song: LibrarySong) -> Track {
-        let root = musicDirectory.root
-        return Track(url: (root.hasSuffix("/") ? root : root + "/") + song.path,
-                     title: song.first(.title), album: song.first(.album), duration: song.duration, artists: song.tags[.artist])
+        Track(song: song, in: musicDirectory)
     }
 
     // MARK: Commands
@@ -99,7 +96,7 @@ public final class ControlLibrary: Sendable {
             return .object([
                 ("path", .string(path)),
                 ("folders", .array(listing.directories.map { .object([("uri", .string($0.path)), ("name", .string(Self.name($0.path)))]) })),
-                ("songs", .array(listing.songs.map(Self.song))),
+                ("songs", .array(listing.songs.map(song))),
                 ("playlists", .array(listing.playlists.map { .object([("uri", .string($0.path)), ("name", .string(Self.name($0.path)))]) })),
             ])
         case "library/artists":
@@ -148,18 +145,16 @@ public final class ControlLibrary: Sendable {
     }
 
     private func songsResult(_ songs: [LibrarySong]) -> JSONValue {
-        .object([("total", .int(Int64(songs.count))), ("songs", .array(songs.prefix(Self.maxSongs).map(Self.song)))])
+        .object([("total", .int(Int64(songs.count))), ("songs", .array(songs.prefix(Self.maxSongs).map(song)))])
     }
 
-    /// A song as clients see it: its `uri` (for `queue/add`) and tags.
-    static func song(_ song: LibrarySong) -> JSONValue {
-        // One value as a string (several joined, a convenience); every value in the arrays.
-        func tag(_ tag: LibraryTag) -> JSONValue { song.tags[tag].map { .string($0.joined(separator: TagBundle.valueSeparator)) } ?? .null }
-        func list(_ tag: LibraryTag) -> JSONValue { EventJSON.strings(song.tags[tag] ?? []) }
-        return .object([("uri", .string(song.path)), ("title", tag(.title)), ("artist", tag(.artist)),
-                        ("artists", list(.artist)), ("album", tag(.album)), ("album_artist", tag(.albumArtist)),
-                        ("album_artists", list(.albumArtist)), ("genres", list(.genre)), ("track", tag(.track)),
-                        ("duration", song.duration.map(EventJSON.number) ?? .null)])
+    /// A song as clients see it: its `uri` (for `queue/add`), the tag
+    /// members of the track it queues as (`EventJSON.tagMembers`), its
+    /// track number and duration.
+    func song(_ song: LibrarySong) -> JSONValue {
+        let number = song.tags[.track].map { JSONValue.string($0.joined(separator: TagBundle.valueSeparator)) } ?? .null
+        return .object([("uri", .string(song.path))] + EventJSON.tagMembers(track(for: song))
+                       + [("track", number), ("duration", song.duration.map(EventJSON.number) ?? .null)])
     }
 
     private static func name(_ path: String) -> String {

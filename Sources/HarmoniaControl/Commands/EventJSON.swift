@@ -95,27 +95,40 @@ public enum EventJSON {
                  ("url", url.map(JSONValue.string) ?? .null)])
     }
 
-    /// id, url, title, artist, album, duration (null when unknown).
-    /// A track; with `naming`, also its `uri` (what `queue/add` and the
-    /// library call it); with `offline` (queue entries in answers), whether
-    /// it plays from a complete offline copy.
+    /// A track: id, url, its tags (`tagMembers`), duration (null when
+    /// unknown) — the same members whatever made the track (a file, the
+    /// library, a URL, a UPnP control point). With `naming`, also its `uri`
+    /// (what `queue/add` and the library call it); with `offline` (queue
+    /// entries in answers), whether it plays from a complete offline copy.
     public static func track(_ track: Track, naming: Naming? = nil, offline: Bool? = nil) -> JSONValue {
-        func optional(_ s: String?) -> JSONValue { s.map(JSONValue.string) ?? .null }
         var members: [(String, JSONValue)] = [
             ("id", .string(track.id.uuidString)),
             ("url", .string(track.url)),
         ]
         if let naming { members.append(("uri", .string(naming(track.url)))) }
-        members += [
+        members += tagMembers(track)
+        members.append(("duration", track.duration.map(number) ?? .null))
+        if let artworkURL = track.artworkURL { members.append(("artworkUrl", .string(artworkURL))) }
+        if let offline { members.append(("offline", .bool(offline))) }
+        return .object(members)
+    }
+
+    /// The tag members of a track and of a library song: `title`, `artist`,
+    /// `artists`, `album`, `album_artist`, `album_artists`, `genres`. The
+    /// lists hold every value in the file's order (`[]` when none); `artist`
+    /// and `album_artist` join theirs with "; " (null when none); `title`
+    /// and `album` are null when unknown.
+    public static func tagMembers(_ track: Track) -> [(String, JSONValue)] {
+        func optional(_ s: String?) -> JSONValue { s.map(JSONValue.string) ?? .null }
+        return [
             ("title", optional(track.title)),
             ("artist", optional(track.artist)),
             ("artists", strings(track.artists)),
             ("album", optional(track.album)),
-            ("duration", track.duration.map(number) ?? .null),
+            ("album_artist", optional(track.albumArtist)),
+            ("album_artists", strings(track.albumArtists)),
+            ("genres", strings(track.genres)),
         ]
-        if let artworkURL = track.artworkURL { members.append(("artworkUrl", .string(artworkURL))) }
-        if let offline { members.append(("offline", .bool(offline))) }
-        return .object(members)
     }
 
     /// A list of strings as a JSON array.

@@ -43,7 +43,7 @@ public struct ListenMetadata: Sendable, Equatable {
         self.init(title: track.title ?? tags?.title,
                   artists: track.artists.isEmpty ? (tags?.artists ?? []) : track.artists,
                   album: track.album ?? tags?.album,
-                  albumArtist: tags?.albumArtist, trackNumber: tags?.trackNumber,
+                  albumArtist: track.albumArtist ?? tags?.albumArtist, trackNumber: tags?.trackNumber,
                   duration: track.duration ?? tags?.duration,
                   recordingMBID: tags?.musicBrainz.trackIDs.first,
                   releaseMBID: tags?.musicBrainz.albumIDs.first,

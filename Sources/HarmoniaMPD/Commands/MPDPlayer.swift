@@ -160,20 +160,12 @@ public final class MPDPlayer: @unchecked Sendable {
     func song(for track: Track) -> LibrarySong {
         let uri = uri(of: track)
         if let song = try? library.store.song(at: uri) { return song }
-        var song = LibrarySong(path: uri, modified: 0, size: 0)
-        if let title = track.title { song.tags[.title] = [title] }
-        if !track.artists.isEmpty { song.tags[.artist] = track.artists }
-        if let album = track.album { song.tags[.album] = [album] }
-        song.duration = track.duration
-        return song
+        return LibrarySong(track: track, path: uri)
     }
 
-    /// A queue entry for a library song: its absolute path, with the tags the
-    /// engine shows (so nothing is read again to show it).
+    /// A queue entry for a library song (`Track(song:in:)`).
     func track(for song: LibrarySong) -> Track {
-        let root = library.musicDirectory.root
-        return Track(url: (root.hasSuffix("/") ? root : root + "/") + song.path,
-                     title: song.first(.title), album: song.first(.album), duration: song.duration, artists: song.tags[.artist])
+        Track(song: song, in: library.musicDirectory)
     }
 
     /// The tracks `uri` names: a song, a folder's songs in MPD's add order

@@ -6,8 +6,13 @@ import HarmoniaCore
 /// What a DIDL-Lite item says of a track.
 public struct DIDLItem: Sendable, Equatable {
     public var title: String?
+    /// `upnp:artist` (but those with role AlbumArtist) and `dc:creator`, in order.
     public var artists: [String] = []
     public var album: String?
+    /// `upnp:artist role="AlbumArtist"`, in order.
+    public var albumArtists: [String] = []
+    /// `upnp:genre`, in order.
+    public var genres: [String] = []
     /// The cover's URL: http or https only (another scheme is left out, so
     /// no frontend is ever handed a `file:` or `javascript:` URL).
     public var albumArtURI: String?
@@ -34,11 +39,16 @@ public enum DIDLLite {
             let trimmed = value.trimmingSpaces()
             return trimmed.isEmpty ? nil : String(trimmed.prefix(1024))
         }
+        /// A value added once, at most 16 a list.
+        func add(_ text: String, to list: inout [String]) {
+            if let value = clean(text), !list.contains(value), list.count < 16 { list.append(value) }
+        }
         for child in element.children {
             switch child.name {
             case "title": item.title = item.title ?? clean(child.text)
-            case "artist", "creator":
-                if let artist = clean(child.text), !item.artists.contains(artist), item.artists.count < 16 { item.artists.append(artist) }
+            case "artist" where child.attributes["role"]?.lowercased() == "albumartist": add(child.text, to: &item.albumArtists)
+            case "artist", "creator": add(child.text, to: &item.artists)
+            case "genre": add(child.text, to: &item.genres)
             case "album": item.album = item.album ?? clean(child.text)
             case "albumArtURI":
                 // Whole or not at all: a cut URL names another resource.
@@ -66,16 +76,20 @@ public enum DIDLLite {
 
     /// A DIDL-Lite item for `track`, an entry we queued ourselves (or another frontend did).
     public static func make(for track: Track) -> String {
-        make(title: track.title, artists: track.artists, album: track.album, url: track.url, artworkURL: track.artworkURL)
+        make(title: track.title, artists: track.artists, album: track.album, url: track.url, artworkURL: track.artworkURL,
+             albumArtists: track.albumArtists, genres: track.genres)
     }
 
     /// A DIDL-Lite item from these fields.
-    public static func make(title: String?, artists: [String], album: String?, url: String, artworkURL: String? = nil) -> String {
+    public static func make(title: String?, artists: [String], album: String?, url: String, artworkURL: String? = nil,
+                            albumArtists: [String] = [], genres: [String] = []) -> String {
         var item = "<DIDL-Lite xmlns=\"urn:schemas-upnp-org:metadata-1-0/DIDL-Lite/\" xmlns:dc=\"http://purl.org/dc/elements/1.1/\" "
             + "xmlns:upnp=\"urn:schemas-upnp-org:metadata-1-0/upnp/\"><item id=\"0\" parentID=\"-1\" restricted=\"1\">"
         item += "<dc:title>\(UPnPXML.escape(title ?? lastComponent(url)))</dc:title>"
         for artist in artists { item += "<upnp:artist>\(UPnPXML.escape(artist))</upnp:artist>" }
+        for artist in albumArtists { item += "<upnp:artist role=\"AlbumArtist\">\(UPnPXML.escape(artist))</upnp:artist>" }
         if let album { item += "<upnp:album>\(UPnPXML.escape(album))</upnp:album>" }
+        for genre in genres { item += "<upnp:genre>\(UPnPXML.escape(genre))</upnp:genre>" }
         if let artworkURL { item += "<upnp:albumArtURI>\(UPnPXML.escape(artworkURL))</upnp:albumArtURI>" }
         item += "<upnp:class>object.item.audioItem.musicTrack</upnp:class></item></DIDL-Lite>"
         return item

@@ -202,7 +202,8 @@ extension UPnPRenderer {
             throw .illegalMIME("\(mime.prefix(80)) is not audio")
         }
         let didl = (metadata?.isEmpty ?? true) ? nil : metadata
-        return (Track(url: uri, title: item.title, album: item.album, artists: item.artists, artworkURL: item.albumArtURI), didl)
+        return (Track(url: uri, title: item.title, album: item.album, artists: item.artists, albumArtists: item.albumArtists,
+                      genres: item.genres, artworkURL: item.albumArtURI), didl)
     }
 
     /// Runs an engine call; its error becomes 701 (the transition is not
