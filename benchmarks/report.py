@@ -10,10 +10,12 @@ library only. Usage: python3 benchmarks/report.py [--results DIR] [--out DIR]
 import argparse, datetime, glob, html, json, math, os, platform, re, subprocess
 
 # The parts in the order make bench runs them; others follow alphabetically.
-PARTS = ["decode", "pipeline", "ringbuffer", "scaling", "latency", "footprint", "footprint-pipewire", "underruns", "scan"]
+PARTS = ["decode", "pipeline", "ringbuffer", "scaling", "latency", "footprint", "footprint-pipewire", "underruns", "scan",
+         "update"]
 PART_NAMES = {"decode": "Decode throughput", "pipeline": "Whole pipeline", "ringbuffer": "Ring buffer",
               "scaling": "Scaling", "latency": "Latency through PulseAudio",
-              "footprint": "Footprint", "footprint-pipewire": "Footprint on PipeWire", "underruns": "Underruns under load", "scan": "Library scan"}
+              "footprint": "Footprint", "footprint-pipewire": "Footprint on PipeWire", "underruns": "Underruns under load", "scan": "Library scan",
+              "update": "Library update"}
 
 
 def sh(argv, first_line=True):

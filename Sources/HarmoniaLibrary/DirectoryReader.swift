@@ -25,7 +25,7 @@ struct FileIdentity: Hashable {
     let inode: UInt64
 }
 
-/// Reads folders with opendir/readdir/stat. Names are kept losslessly
+/// Reads folders with opendir/readdir/fstatat. Names are kept losslessly
 /// (PathBytes), so a name that is not UTF-8 is still found again.
 enum DirectoryReader {
     /// The entries of the folder at absolute `path` in the order the file
@@ -53,14 +53,17 @@ enum DirectoryReader {
             names.append(name)
         }
 
+        // Each name is looked up in the open folder (fstatat on its
+        // descriptor), not through the whole path again.
+        let folder = dirfd(directory)
         var result: [DirectoryEntry] = []
         for name in names {
-            let full = path + "/" + name
             var link = stat()
-            guard PathBytes.withCString(full, { lstat($0, &link) }) == 0 else { continue }
+            guard PathBytes.withCString(name, { fstatat(folder, $0, &link, AT_SYMLINK_NOFOLLOW) }) == 0 else { continue }
             // Not a link: lstat's answer is stat's (one call per entry, not two).
             var info = link
             if link.st_mode & S_IFMT == S_IFLNK {
+                let full = path + "/" + name
                 if !followOutside {
                     guard let target = MusicDirectory.realPath(full) else {
                         warn("skipped '\(full)': the symbolic link leads nowhere (or loops)")

@@ -105,6 +105,44 @@ public struct LibraryDirectory: Sendable, Equatable, Hashable, Codable {
     }
 }
 
+/// One folder's entries as the library holds them, for the scanner to
+/// compare with the disk: paths and modification times (a song's size too),
+/// keyed by path, without tags or order (`LibraryStorePort.stamps(of:)`).
+public struct LibraryFolderStamps: Sendable, Equatable {
+    /// A song's modification time and size, as last read.
+    public struct SongStamp: Sendable, Equatable {
+        public var modified: Int64
+        public var size: Int64
+
+        public init(modified: Int64, size: Int64) {
+            self.modified = modified
+            self.size = size
+        }
+    }
+
+    /// Subfolder path → modification time.
+    public var directories: [String: Int64]
+    /// Song path → modification time and size.
+    public var songs: [String: SongStamp]
+    /// Playlist path → modification time.
+    public var playlists: [String: Int64]
+
+    public init(directories: [String: Int64] = [:], songs: [String: SongStamp] = [:], playlists: [String: Int64] = [:]) {
+        self.directories = directories
+        self.songs = songs
+        self.playlists = playlists
+    }
+
+    /// The stamps of a listing's entries (a path listed twice: its first entry).
+    public init(_ listing: LibraryListing) {
+        self.init(
+            directories: Dictionary(listing.directories.map { ($0.path, $0.modified) }, uniquingKeysWith: { first, _ in first }),
+            songs: Dictionary(listing.songs.map { ($0.path, SongStamp(modified: $0.modified, size: $0.size)) },
+                              uniquingKeysWith: { first, _ in first }),
+            playlists: Dictionary(listing.playlists.map { ($0.path, $0.modified) }, uniquingKeysWith: { first, _ in first }))
+    }
+}
+
 /// What one folder holds, each kind in MPD's order (natural order by name).
 public struct LibraryListing: Sendable, Equatable {
     public var directories: [LibraryDirectory]

@@ -145,8 +145,8 @@ public final class LibraryScanner: Sendable {
                 scanner.warn("skipped folder '\(absolute)': \(error.message)")
                 return
             }
-            let stored: LibraryListing
-            do { stored = try store.listing(of: relative) } catch .notFound { stored = LibraryListing() }
+            let stored: LibraryFolderStamps
+            do { stored = try store.stamps(of: relative) } catch .notFound { stored = LibraryFolderStamps() }
 
             func path(_ name: String) -> String { relative.isEmpty ? name : relative + "/" + name }
             // Subfolders are walked, and changed files read, in natural order;
@@ -166,31 +166,28 @@ public final class LibraryScanner: Sendable {
             try removeGone(stored: stored, folders: Set(folders.map { path($0.name) }),
                            songs: Set(audio.map { path($0.name) }), playlists: Set(playlists.map { path($0.name) }))
 
-            let storedSongs = Dictionary(stored.songs.map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a })
             let changed = NaturalOrder.sorted(audio.filter { entry in
-                guard let song = storedSongs[path(entry.name)] else { return true }
+                guard let song = stored.songs[path(entry.name)] else { return true }
                 return song.modified != entry.modified || song.size != entry.size
             }, byName: \.name)
             var index = 0
             while index < changed.count, !cancellation.isCancelled {
                 let chunk = changed[index..<min(index + scanner.options.batchSize, changed.count)]
-                try readAndStore(chunk, relative: relative, absolute: absolute, stored: storedSongs)
+                try readAndStore(chunk, relative: relative, absolute: absolute, stored: stored.songs)
                 index += chunk.count
             }
 
-            let storedPlaylists = Dictionary(stored.playlists.map { ($0.path, $0.modified) }, uniquingKeysWith: { a, _ in a })
-            let changedPlaylists = playlists.filter { storedPlaylists[path($0.name)] != $0.modified }
+            let changedPlaylists = playlists.filter { stored.playlists[path($0.name)] != $0.modified }
             if !changedPlaylists.isEmpty {
                 try write { () throws(CoreError) in
                     for entry in changedPlaylists { try store.upsertPlaylist(LibraryPlaylist(path: path(entry.name), modified: entry.modified)) }
                 }
             }
 
-            let storedFolders = Dictionary(stored.directories.map { ($0.path, $0.modified) }, uniquingKeysWith: { a, _ in a })
             for folder in folders {
                 guard !cancellation.isCancelled else { return }
                 let child = LibraryDirectory(path: path(folder.name), modified: folder.modified)
-                if storedFolders[child.path] != child.modified {
+                if stored.directories[child.path] != child.modified {
                     try write { () throws(CoreError) in try store.upsertDirectory(child) }
                 }
                 try visit(relative: child.path, absolute: absolute + "/" + folder.name,
@@ -199,18 +196,18 @@ public final class LibraryScanner: Sendable {
         }
 
         /// Removes what the store has in this folder and the disk no longer does.
-        private mutating func removeGone(stored: LibraryListing, folders: Set<String>, songs: Set<String>,
+        private mutating func removeGone(stored: LibraryFolderStamps, folders: Set<String>, songs: Set<String>,
                                          playlists: Set<String>) throws(CoreError) {
-            let goneFolders = stored.directories.filter { !folders.contains($0.path) }
-            let goneSongs = stored.songs.filter { !songs.contains($0.path) }
-            let gonePlaylists = stored.playlists.filter { !playlists.contains($0.path) }
+            let goneFolders = stored.directories.keys.filter { !folders.contains($0) }
+            let goneSongs = stored.songs.keys.filter { !songs.contains($0) }
+            let gonePlaylists = stored.playlists.keys.filter { !playlists.contains($0) }
             guard !goneFolders.isEmpty || !goneSongs.isEmpty || !gonePlaylists.isEmpty else { return }
             var removed = goneSongs.count
-            for folder in goneFolders { removed += try store.count(matching: .base(folder.path)).songs }
+            for folder in goneFolders { removed += try store.count(matching: .base(folder)).songs }
             try write { () throws(CoreError) in
-                for folder in goneFolders { try store.deleteDirectory(at: folder.path) }
-                for song in goneSongs { try store.deleteSong(at: song.path) }
-                for playlist in gonePlaylists { try store.deletePlaylist(at: playlist.path) }
+                for folder in goneFolders { try store.deleteDirectory(at: folder) }
+                for song in goneSongs { try store.deleteSong(at: song) }
+                for playlist in gonePlaylists { try store.deletePlaylist(at: playlist) }
             }
             summary.removed += removed
         }
@@ -218,7 +215,7 @@ public final class LibraryScanner: Sendable {
         /// Reads the tags of `chunk` (no transaction open meanwhile), then
         /// writes the songs in one batch. Stops reading when cancelled.
         private mutating func readAndStore(_ chunk: ArraySlice<DirectoryEntry>, relative: String, absolute: String,
-                                           stored: [String: LibrarySong]) throws(CoreError) {
+                                           stored: [String: LibraryFolderStamps.SongStamp]) throws(CoreError) {
             var upserts: [LibrarySong] = []
             var deletes: [String] = []
             let results = pool.read(chunk.map { absolute + "/" + $0.name }, cancellation: cancellation)

@@ -22,6 +22,13 @@ public protocol LibraryStorePort: AnyObject, Sendable {
     /// - Throws: `notFound` when the folder is not in the library.
     func listing(of directory: String) throws(CoreError) -> LibraryListing
 
+    /// What the scanner compares with the disk in `directory`: the paths and
+    /// modification times of its subfolders, songs (with their sizes) and
+    /// playlists — `listing(of:)` without tags or order, so an unchanged
+    /// folder is checked without reading its songs' rows whole.
+    /// - Throws: `notFound` when the folder is not in the library.
+    func stamps(of directory: String) throws(CoreError) -> LibraryFolderStamps
+
     /// The song at `path`, or nil when the library has none there.
     func song(at path: String) throws(CoreError) -> LibrarySong?
 
@@ -108,6 +115,11 @@ public protocol LibraryStorePort: AnyObject, Sendable {
 }
 
 extension LibraryStorePort {
+    /// The stamps of `listing(of:)`, for a store that has nothing quicker.
+    public func stamps(of directory: String) throws(CoreError) -> LibraryFolderStamps {
+        LibraryFolderStamps(try listing(of: directory))
+    }
+
     /// The answers computed from `songs(matching:)` (LibraryAggregation),
     /// for a store that has nothing quicker.
     public func tagValues(_ tag: LibraryTag, groupedBy groups: [LibraryTag], matching filter: LibraryFilter) throws(CoreError) -> [LibraryTagRow] {

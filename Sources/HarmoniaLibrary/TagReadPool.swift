@@ -7,7 +7,9 @@ import Glibc
 
 /// Threads that read tags for the scanner, each at nice 10 (below the
 /// player's threads: a scan waits, the audio does not). `read` hands a
-/// batch of paths to every thread and returns the results in order.
+/// batch of paths to every thread and returns the results in order. The
+/// threads start at the first `read`: a scan that finds nothing changed
+/// starts none, and waits for none to end.
 ///
 /// Threads: `read` and `close` from one thread (the scanning thread); the
 /// pool's own threads call the reader, concurrently.
@@ -15,6 +17,9 @@ final class TagReadPool: @unchecked Sendable {
     typealias Result = Swift.Result<(tags: TagBundle, stream: StreamInfo), CoreError>
 
     private let reader: LibraryScanner.TagReader
+    private let threads: Int
+    /// Whether the threads were started (by a `read`). Scanning thread only.
+    private(set) var started = false
     private let lock = NSCondition()
     // Guarded by `lock`: the batch being read, the next path to take, the
     // results so far, threads still busy with the batch, and shutdown.
@@ -29,17 +34,21 @@ final class TagReadPool: @unchecked Sendable {
 
     init(threads: Int, reader: @escaping LibraryScanner.TagReader) {
         self.reader = reader
-        for _ in 0..<max(1, threads) {
-            running += 1
-            let thread = Thread { [self] in work() }
-            thread.name = "harmonia.scan-read"
-            thread.start()
-        }
+        self.threads = max(1, threads)
     }
 
     /// Reads every path (on the pool's threads); results in the paths' order,
     /// nil for a path not read because the scan was cancelled first.
     func read(_ batchPaths: [String], cancellation: LibraryScanCancellation) -> [Result?] {
+        if !started {
+            started = true
+            lock.withLock { running = threads }
+            for _ in 0..<threads {
+                let thread = Thread { [self] in work() }
+                thread.name = "harmonia.scan-read"
+                thread.start()
+            }
+        }
         lock.lock()
         defer { lock.unlock() }
         self.cancellation = cancellation

@@ -57,6 +57,25 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
         }
     }
 
+    public func stamps(of directory: String) throws(CoreError) -> LibraryFolderStamps {
+        try read { db in
+            let id = try Self.directoryID(directory, db)
+            var stamps = LibraryFolderStamps()
+            let folders = try db.prepare("SELECT path, modified FROM directory WHERE parent_id = ? AND id <> ?")
+            try folders.bind([.integer(id), .integer(id)])
+            while try folders.step() { stamps.directories[folders.text(0) ?? ""] = folders.int64(1) ?? 0 }
+            let songs = try db.prepare("SELECT path, modified, size FROM song WHERE directory_id = ?")
+            try songs.bind([.integer(id)])
+            while try songs.step() {
+                stamps.songs[songs.text(0) ?? ""] = .init(modified: songs.int64(1) ?? 0, size: max(0, songs.int64(2) ?? 0))
+            }
+            let playlists = try db.prepare("SELECT path, modified FROM playlist WHERE directory_id = ?")
+            try playlists.bind([.integer(id)])
+            while try playlists.step() { stamps.playlists[playlists.text(0) ?? ""] = playlists.int64(1) ?? 0 }
+            return stamps
+        }
+    }
+
     public func song(at path: String) throws(CoreError) -> LibrarySong? {
         try read { db in try Self.songs("WHERE path = ?", [.text(path)], db).first }
     }

@@ -69,9 +69,9 @@ final class DesktopSession: MPRISCommands, PlayerFrontend, @unchecked Sendable {
         actions.service.stop()
     }
 
-    func next() throws(CoreError) { try actions.service.next() }
+    func next() throws(CoreError) { try actions.next() }
 
-    func previous() throws(CoreError) { try actions.service.previous() }
+    func previous() throws(CoreError) { try actions.previous() }
 
     func seek(to seconds: Double) throws(CoreError) { try actions.service.seek(to: seconds) }
 

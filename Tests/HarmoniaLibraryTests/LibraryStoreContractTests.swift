@@ -30,6 +30,21 @@ import Testing
     }
 
     @Test(arguments: StoreKind.allCases)
+    func stampsAreTheListingsPathsTimesAndSizes(kind: StoreKind) throws {
+        let (store, folder) = try sampleStore(kind)
+        defer { store.close(); folder.remove() }
+        for directory in ["", "Loose", "Sigur Rós/Takk", "Empty"] {
+            #expect(try store.stamps(of: directory) == LibraryFolderStamps(try store.listing(of: directory)), "\(directory)")
+        }
+        let loose = try store.stamps(of: "Loose")
+        #expect(loose.songs["Loose/track2.wav"] == .init(modified: SampleLibrary.songs.first { $0.path == "Loose/track2.wav" }?.modified ?? -1,
+                                                          size: SampleLibrary.songs.first { $0.path == "Loose/track2.wav" }?.size ?? -1))
+        #expect(loose.playlists == ["Loose/all.m3u": 4])
+        #expect(try store.stamps(of: "").directories["Empty"] == 3)
+        do { _ = try store.stamps(of: "Nope"); Issue.record("no error") } catch { #expect(error.category == .notFound) }
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func songByPathRoundTripsEveryField(kind: StoreKind) throws {
         let (store, folder) = try sampleStore(kind)
         defer { store.close(); folder.remove() }

@@ -131,7 +131,7 @@ struct HarmoniaPlayMPRISTests {
         #expect(player.stderr.all.isEmpty, "\(player.stderr.all)")
     }
 
-    @Test("next and previous change the track (new track id, new metadata); OpenUri plays a file")
+    @Test("next and previous change the track (new track id, new metadata) and play it, also from paused; OpenUri plays a file")
     func nextPreviousOpen() throws {
         let bus = try PrivateSessionBus()
         let monitor = try SignalMonitor(bus)
@@ -149,14 +149,20 @@ struct HarmoniaPlayMPRISTests {
         let start = try current()
         let index = try #require(uris.firstIndex(of: start.url), "\(start.url)")
 
+        // From paused, Next plays the next entry, as every frontend's skip
+        // does (specs/application.md §Next and previous); paused again at
+        // once, it stays current (each entry lasts 1 s or more).
         try bus.playerctl("next")
+        #expect(try bus.playerctl("status") == "Playing")
+        try bus.playerctl("pause")
         let next = try current()
         #expect(next.url == uris[(index + 1) % 3])
         #expect(next.id != start.id)
-        #expect(try bus.playerctl("status") == "Paused")  // Next keeps pause
         #expect(monitor.next("PropertiesChanged") { $0.contains("string \"Metadata\"") && $0.contains(next.id.trimmingCharacters(in: .init(charactersIn: "'"))) } != nil)
 
         try bus.playerctl("previous")
+        #expect(try bus.playerctl("status") == "Playing")
+        try bus.playerctl("pause")
         let back = try current()
         #expect(back.url == start.url && back.id == start.id)
 

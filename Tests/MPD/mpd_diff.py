@@ -24,7 +24,9 @@ and lines starting with '#' are skipped. `@wait-status KEY` is a directive, not
 a command: it asks `status` (unrecorded) until the answer has KEY (at most 5 s).
 Two clients: `@other LINE` sends LINE on a second connection, `@reconnect` opens
 a new session connection (after a change by the other), `@send LINE` sends
-without reading (an idle), `@read` reads that answer. Lines between command_list_begin /
+without reading (an idle), `@read` reads that answer. `@keys K1,K2 LINE` sends LINE and
+records only the answer's lines with those keys (and its OK or ACK): `@keys state,song status`
+while playing, whose elapsed time differs by the moment asked. Lines between command_list_begin /
 command_list_ok_begin and command_list_end are sent together and answered once.
 An `idle ...` line followed by `noidle` is sent with it, so the idle answer is
 recorded against the pair; a lone `noidle` gets no answer and none is read. An answer ends at "OK", at an
@@ -358,6 +360,13 @@ def record(host, port, lines):
                     if any(line.startswith(key) for line in c.read_answer()):
                         break
                     time.sleep(0.02)
+                continue
+            if batch[0].startswith("@keys "):
+                _, keys, command = batch[0].split(" ", 2)
+                wanted = tuple(key + ": " for key in keys.split(","))
+                answer = c.command(command)
+                kept = [line for line in answer if line.startswith(wanted) or line == "OK" or line.startswith("ACK ")]
+                exchanges.append({"send": batch, "answer": kept})
                 continue
             if batch[0] in ("command_list_begin", "command_list_ok_begin"):
                 while i < len(lines) and batch[-1] != "command_list_end":

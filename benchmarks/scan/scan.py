@@ -12,12 +12,8 @@ stream info, duration included), printing one line per file. Wall time of the
 whole process, start-up included, output to /dev/null; one warm-up of each
 (the page cache holds the files for both), then RUNS alternating pairs;
 medians; ratio = ours ÷ mutagen (lower is better, target ≤ 1.0). The same
-for ours with --jobs 1. Then the unchanged rescan beside MPD in the same
-run: `harmonia-play serve` and a private MPD (server_bench.py's, on a new
-database each) scan the same folder, then each is sent `update` RUNS
-times (at least 5; one more first, untimed) on the unchanged folder, each timed from `update` until `status` has
-no `updating_db` and `stats` shows every song (the MPD client's view, as
-server_bench.py measures it); medians; ratio = ours ÷ MPD (target ≤ 1.0).
+for ours with --jobs 1. (The library update of `serve` beside MPD's, on a
+copy of the same folder, is the update part's: update/update_bench.py.)
 Writes the results table (results_file.py).
 """
 import argparse, os, shutil, statistics, subprocess, sys, time
@@ -72,37 +68,6 @@ def timed(argv):
     return time.monotonic() - t
 
 
-def rescans(ours, folder, work, count):
-    """Unchanged-rescan times (s) of serve and of MPD on `folder`: {name: [seconds…]}."""
-    import tempfile
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "server"))
-    import server_bench as sb  # noqa: E402  (its servers, client and waits)
-    songs = len(os.listdir(folder))
-    folder, work = os.path.abspath(folder), os.path.abspath(work)  # MPD's configuration wants absolute paths
-    result = {}
-    for name, make in (("ours", lambda d: sb.OurServer(ours, folder, d)), ("mpd", lambda d: sb.PeerMPD(folder, d))):
-        with tempfile.TemporaryDirectory(dir=work) as d:
-            server = make(d)
-            times = []
-            try:
-                t0, port = server.start()
-                c = sb.connect(port, t0 + sb.START_TIMEOUT, server.process)
-                try:
-                    sb.wait_scanned(c, songs, t0 + sb.SCAN_TIMEOUT)
-                    for i in range(count + 1):  # the first is a warm-up
-                        t = time.monotonic()
-                        sb.pairs(c.command("update"))
-                        sb.wait_scanned(c, songs, t + sb.RESCAN_TIMEOUT)
-                        if i:
-                            times.append(time.monotonic() - t)
-                finally:
-                    c.sock.close()
-            finally:
-                server.stop()
-            result[name] = times
-    return result
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ours", required=True)
@@ -127,11 +92,6 @@ def main():
     med = {k: statistics.median(v) for k, v in times.items()}
     ratio = round(med["ours"] / med["mutagen"], 2)
     ratio1 = round(med["ours-1"] / med["mutagen"], 2)
-    again = rescans(a.ours, folder, a.work, max(a.runs, 5))
-    med["rescan-ours"], med["rescan-mpd"] = statistics.median(again["ours"]), statistics.median(again["mpd"])
-    rescan_ratio = round(med["rescan-ours"] / med["rescan-mpd"], 2)
-    print("scan: unchanged rescans (s): ours", [round(t, 4) for t in again["ours"]],
-          "mpd", [round(t, 4) for t in again["mpd"]], file=sys.stderr)
     import mutagen
     cores = os.cpu_count()
     table = {
@@ -147,14 +107,8 @@ def main():
              round(1000 * med["ours-1"] / files, 2), ratio1, None, None],
             ["mutagen (Python)", files, round(med["mutagen"], 3), round(1000 * med["mutagen"] / files, 2),
              None, None, None],
-            ["harmonia-play serve: unchanged rescan (`update`)", files, round(med["rescan-ours"], 4),
-             round(1000 * med["rescan-ours"] / files, 3), rescan_ratio, "≤ 1.0 (÷ MPD)", rescan_ratio <= 1.0],
-            ["MPD 0.23: unchanged rescan (`update`)", files, round(med["rescan-mpd"], 4),
-             round(1000 * med["rescan-mpd"] / files, 3), None, None, None],
         ],
         "headline": [{"label": f"library scan of {files} files vs mutagen", "ratio": ratio, "target": 1.0,
-                      "lower_is_better": True},
-                     {"label": f"unchanged rescan of {files} files vs MPD's update", "ratio": rescan_ratio, "target": 1.0,
                       "lower_is_better": True}],
         "notes": [],
     }

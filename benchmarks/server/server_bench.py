@@ -17,8 +17,10 @@ and `stats` shows all 1,200 songs, waiting in `idle update` between looks;
 also the time to the first answer and the CPU time (user + system) the process
 used by the end. mutagen's walk of the same folder (scan.py's, one Python
 process) is timed for reference. (2) Unchanged rescan: `update` on the scanned,
-unchanged library until `status` has no `updating_db` again, RESCANS times per
-run (a server that does not know `update`: a restart proxy, see the notes).
+unchanged library, one untimed, then RESCANS times per run timed as a client
+sees it (timed_update: until the idle event that ends the job, the `status`
+after it saying so; a server that does not know `update`: a restart proxy,
+see the notes).
 (3) Round trips: 50 clients connect and stay (every other one in `idle`, the
 rest silent), then one more client sends WARMUP `status` requests untimed and
 REQUESTS timed ones, one at a time, then as many `ping`s; p50 and p99 as this
@@ -121,6 +123,41 @@ def wait_scanned(c, songs, deadline):
             first = False
         else:
             time.sleep(POLL)
+
+
+def clear_idle_events(c):
+    """Takes the idle events pending since the last idle (untimed): `idle`
+    answers them at once, or `noidle` ends it with none. Both lines go in one
+    segment: sent apart, a `noidle` the server does not answer (the idle had
+    answered) is acknowledged only after the delayed-ACK timer (40 ms), and
+    Nagle's algorithm holds the client's next command (the timed `update`)
+    until then."""
+    c.send("idle\nnoidle")  # outside idle (the idle already answered), noidle has no answer
+    answer = c.read_answer()
+    if not answer or answer[-1] != "OK":
+        raise RuntimeError(f"idle: {answer[-3:]}")
+
+
+def timed_update(c):
+    """Seconds from sending `update` until the client knows the job is over:
+    after each answer to `idle database update`, `status` is asked, and the
+    time is that of the first `status` answer without `updating_db` (the
+    idle answer before it may be the job's start or its end: which one, the
+    client learns from `status`, as `mpc update --wait` does)."""
+    clear_idle_events(c)
+    start = time.perf_counter()
+    pairs(c.command("update"))
+    while True:
+        c.send("idle database update")
+        answer = c.read_answer()
+        if not answer or answer[-1] != "OK" or not any(line.startswith("changed: ") for line in answer):
+            raise RuntimeError(f"idle database update: {answer[-3:]}")
+        status = pairs(c.command("status"))
+        known = time.perf_counter()
+        if "updating_db" not in status:
+            return known - start
+        if known - start > RESCAN_TIMEOUT:
+            raise RuntimeError("the update did not end in time")
 
 
 def cpu_seconds(pid):
@@ -233,15 +270,15 @@ def measure_server(server, songs, rescans, clients, requests, warmup):
             wait_scanned(c, songs, t0 + SCAN_TIMEOUT)
             result["scan"] = time.monotonic() - t0
             result["scan_cpu"] = cpu_seconds(server.process.pid)
-            for _ in range(rescans):
-                t = time.monotonic()
-                answer = c.command("update")
-                if answer and answer[-1].startswith("ACK ") and "unknown command" in answer[-1]:
-                    result["rescan_method"] = "restart"  # measured below, once this server is stopped
-                    break
+            answer = c.command("update")  # untimed: a warm-up, and whether the server knows `update`
+            if answer and answer[-1].startswith("ACK ") and "unknown command" in answer[-1]:
+                result["rescan_method"] = "restart"  # measured below, once this server is stopped
+            else:
                 pairs(answer)
-                wait_scanned(c, songs, t + RESCAN_TIMEOUT)
-                result["rescans"].append(time.monotonic() - t)
+                wait_scanned(c, songs, time.monotonic() + RESCAN_TIMEOUT)
+                for _ in range(rescans):
+                    result["rescans"].append(timed_update(c))
+                wait_scanned(c, songs, time.monotonic() + RESCAN_TIMEOUT)  # every song still there
         finally:
             c.sock.close()
         result["status_ns"], result["ping_ns"] = status_round_trips(port, clients, requests, warmup)

@@ -1,5 +1,6 @@
 // The player's actions, one implementation for every way of asking: keys in
-// the terminal, commands of the control protocol and MPRIS calls from the desktop.
+// the terminal, commands of the control protocol, MPD and UPnP clients and
+// MPRIS calls from the desktop.
 import HarmoniaCore
 
 /// Actions on a playback service as a person or a script asks for them:
@@ -44,6 +45,30 @@ public final class PlayerActions: @unchecked Sendable {
         case .playing, .buffering: try service.pause()
         case .paused, .stopped, .error: try play()
         }
+    }
+
+    /// Goes to the next entry (repeat and shuffle apply) and plays it, from
+    /// playing or paused: a skip is asked for to hear where it lands, as MPD
+    /// 0.23 does (specs/application.md §Next and previous). Past the last
+    /// entry without repeat: stopped. Any thread.
+    /// - Throws: `invalidState` when stopped (it stays stopped); the open's error.
+    public func next() throws(CoreError) {
+        try skip { () throws(CoreError) in try service.next() }
+    }
+
+    /// Goes to the previous entry (at the first, its start) and plays it,
+    /// from playing or paused, as `next()`. Any thread.
+    /// - Throws: `invalidState` when stopped (it stays stopped); the open's error.
+    public func previous() throws(CoreError) {
+        try skip { () throws(CoreError) in try service.previous() }
+    }
+
+    /// Runs `move`, which keeps play or pause, then plays the entry it
+    /// landed on when the player was paused before and still is.
+    private func skip(_ move: () throws(CoreError) -> Void) throws(CoreError) {
+        let wasPaused = service.state == .paused
+        try move()
+        if wasPaused && service.state == .paused { try service.play() }
     }
 
     /// Adds `url` to the end of the queue and plays it.

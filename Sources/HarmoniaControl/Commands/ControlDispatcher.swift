@@ -124,10 +124,10 @@ public final class ControlDispatcher {
             }
             return volumeResult()
         case "next":
-            try service.next()
+            try actions.next()
             return .null
         case "previous":
-            try service.previous()
+            try actions.previous()
             return .null
         case "jump":
             let index = try args.int("index")

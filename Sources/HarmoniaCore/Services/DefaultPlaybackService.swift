@@ -428,7 +428,7 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
             guard let index = playbackQueue.index(of: heard.track.id),
                   let next = playbackQueue.following(index, automatic: false) else {
                 endHeardTrack(reason: .skipped)
-                stopLocked()
+                stopLocked(endOfQueue: true)
                 return
             }
             endHeardTrack(reason: .skipped)

@@ -145,7 +145,8 @@ public protocol PlaybackService: AnyObject, Sendable {
     /// Empties the queue and stops.
     func clearQueue()
     /// Goes to the next entry (repeat and shuffle apply), keeping play or
-    /// pause; at the end of the queue without repeat, stops.
+    /// pause; at the end of the queue without repeat, stops with no entry
+    /// current, as when the last entry plays out.
     /// - Throws: `invalidState` when no track is current; the open's error.
     func next() throws(CoreError)
     /// Goes to the previous entry (at the first, its start), keeping play or pause.

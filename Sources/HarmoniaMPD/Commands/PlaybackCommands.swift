@@ -83,12 +83,12 @@ public struct MPDPlaybackCommands: MPDCommandGroup {
         case "next":
             try player.run { () throws(MPDError) in
                 try requirePlaying()
-                do throws(CoreError) { try service.next() } catch { service.stop() }  // past the end: stopped, as MPD
+                do throws(CoreError) { try actions.next() } catch { service.stop() }  // nothing after it opens: stopped
             }
         case "previous":
             try player.run { () throws(MPDError) in
                 try requirePlaying()
-                do throws(CoreError) { try service.previous() } catch { try core { () throws(CoreError) in try service.seek(to: 0) } }
+                do throws(CoreError) { try actions.previous() } catch { try core { () throws(CoreError) in try service.seek(to: 0) } }
             }
         case "seek":
             guard args.count == 2 else { throw MPDError(.arg, "wrong number of arguments for \"seek\"") }

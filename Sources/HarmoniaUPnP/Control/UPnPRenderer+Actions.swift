@@ -56,7 +56,7 @@ extension UPnPRenderer {
         case "Next", "Previous":
             guard service.currentTrack != nil else { throw .transitionNotAvailable }
             try Self.run { () throws(CoreError) in
-                if action == "Next" { try service.next() } else { try service.previous() }
+                if action == "Next" { try actions.next() } else { try actions.previous() }
             }
             return []
         case "SetPlayMode":

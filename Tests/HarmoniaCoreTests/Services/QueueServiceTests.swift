@@ -165,7 +165,7 @@ import Testing
         #expect(only.service.state == .error(.unsupported("bad: text")))
     }
 
-    @Test("next, previous and jump keep playing or paused; next at the end stops")
+    @Test("next, previous and jump keep playing or paused; next at the end stops with no entry current")
     func skipping() throws {
         let h = ServiceHarness(["a": .init(frames: 50_000), "b": .init(frames: 50_000, base: 100_000)])
         h.service.enqueue(Self.tracks("a", "b"))
@@ -184,6 +184,7 @@ import Testing
         try h.service.jump(to: 1)
         try h.service.next()
         #expect(h.service.state == .stopped)
+        #expect(h.service.currentIndex == nil, "past the last entry: the queue's end, no entry current")
         #expect(ended(h.events).last == "b:skipped")
     }
 

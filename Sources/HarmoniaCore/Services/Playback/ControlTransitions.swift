@@ -143,12 +143,15 @@ extension DefaultPlaybackService {
             || (range.end.map { heard.nextFrame > $0 } ?? false)
     }
 
-    func stopLocked() {
+    /// Stops; `endOfQueue` also leaves no entry current, as the queue's
+    /// last entry playing out does (a `next` past it).
+    func stopLocked(endOfQueue: Bool = false) {
         invalidateDecodedAudio()
         closeAllTracks(publish: false)
         stopOutputAndTimeline()
         range = nil
         intent = .stopped
+        if endOfQueue { publishedCurrent(nil) }
         setState(.stopped)
     }
 
