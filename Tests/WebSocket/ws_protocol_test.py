@@ -283,7 +283,10 @@ async def commands(server):
     ok("a reply comes before the event its command caused")
 
     check((await c.result("toggle"))["state"] == "playing", "toggle")
-    check(abs((await c.result("seek", {"position": 12.5}))["position"] - 12.5) < 0.01, "seek position")
+    # Playing: the reply's heard position may have moved on a little since
+    # the seek (a loaded machine between the seek and the reply).
+    sought = (await c.result("seek", {"position": 12.5}))["position"]
+    check(12.5 - 0.01 < sought < 12.5 + 0.3, f"seek position: {sought}")
     await c.event("seeked")
     check(abs((await c.result("seek", {"by": -2.5}))["position"] - 10.0) < 0.3, "seek by")
     await c.error("seek", {"position": 99}, "invalidArgument")
