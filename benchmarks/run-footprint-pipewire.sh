@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Footprint on PipeWire: the footprint part again (benchmarks/footprint/footprint.py),
-# on a private PipeWire + WirePlumber + pipewire-pulse started here
+# on a private PipeWire + WirePlumber + pipewire-pulse started here for each run
 # (Tests/pipewire-test-server.sh): CPU time of player + server (pipewire,
 # pipewire-pulse and WirePlumber together) in steady playback of a 10-minute
 # FLAC and MP3, harmonia-play vs MPD (and mpv when installed), and peak RSS.
@@ -14,10 +14,8 @@ command -v pipewire-pulse >/dev/null || { echo "run-footprint-pipewire: pipewire
 release_harmonia_play
 flac=$(make_flac footprint-10min.flac)
 mp3=$(make_mp3 "$flac" footprint-10min.mp3)
-pw_dir=$(mktemp -d /tmp/harmonia-bench-footprint-pipewire.XXXXXX)
-cleanup() { bash "$root/Tests/pipewire-test-server.sh" stop "$pw_dir" >/dev/null 2>&1 || true; rm -rf "$pw_dir"; }
-trap cleanup EXIT
-bash "$root/Tests/pipewire-test-server.sh" start "$pw_dir"
-PULSE_SERVER="unix:$pw_dir/native" python3 benchmarks/footprint/footprint.py --ours "$HARMONIA_PLAY" --file "$flac" \
+# Every run on a new private PipeWire of its own (--fresh-server).
+python3 benchmarks/footprint/footprint.py --ours "$HARMONIA_PLAY" --file "$flac" \
+  --fresh-server "$root/Tests/pipewire-test-server.sh" \
   --mp3 "$mp3" --seconds "${FOOTPRINT_SECONDS:-20}" --rounds "${FOOTPRINT_ROUNDS:-3}" \
   --work benchmarks/.work --out benchmarks/results/footprint-pipewire.json --part footprint-pipewire
