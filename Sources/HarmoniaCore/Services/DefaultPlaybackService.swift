@@ -89,10 +89,6 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
     /// The output is paused by the service itself while buffering, until
     /// `rebuffer` seconds are queued again (not by the user: `intent` stays playing).
     var corkedForBuffering = false
-    /// The decode thread is topping the output up to `decodeAhead`; it
-    /// starts again only once half of that has been heard (DecodeLoop.swift:
-    /// one larger batch a second instead of a small one at every wake).
-    var refilling = true
     /// ICY titles the decoder reported while it read (decode thread, engine
     /// released), waiting to be placed on the output timeline; own lock.
     let arrivedTitles = ArrivedTitles()

@@ -49,14 +49,12 @@ public struct PlaybackConfiguration: Sendable {
     /// The ReplayGain the service starts with; `setReplayGain(_:)` changes
     /// the one in use later.
     public var replayGain: ReplayGainSettings
-    /// Frames the decode thread reads per step (a prefill at most 4096).
-    /// Larger than a FLAC or Vorbis frame, so most decoded frames are
-    /// converted straight into the buffer that goes to the output.
+    /// Frames decoded per step of the decode loop.
     public var chunkFrames: Int
     /// The shortest sleep of the decode thread while playing, in seconds.
-    /// It sleeps until the next thing due — a refill once half of the
-    /// decode-ahead has been heard, a track boundary, the range or queue
-    /// end, a position event — at most 1 s, and a control call wakes it.
+    /// It sleeps until the next thing due — a refill once a quarter of the
+    /// queued audio has been heard, a track boundary, the range or queue
+    /// end, a position event — at most 0.5 s, and a control call wakes it.
     public var pollInterval: Double
     /// Frames a control call (`load`, `seek`, `jump`) decodes into the output
     /// itself before returning, so sound follows without waiting for the
@@ -71,11 +69,11 @@ public struct PlaybackConfiguration: Sendable {
 
     /// Builds a configuration from the values above. The defaults: 2 s
     /// decode-ahead, a position event every 0.5 s, ReplayGain off,
-    /// 16384-frame chunks, a 0.01 s shortest sleep, 8192 prefill frames and a
+    /// 4096-frame chunks, a 0.01 s shortest sleep, 8192 prefill frames and a
     /// 1.5 s rebuffer.
     public init(decodeAhead: Double = 2.0, positionInterval: Double = 0.5,
                 replayGain: ReplayGainSettings = ReplayGainSettings(),
-                chunkFrames: Int = 16384, pollInterval: Double = 0.01, prefillFrames: Int = 8192,
+                chunkFrames: Int = 4096, pollInterval: Double = 0.01, prefillFrames: Int = 8192,
                 rebuffer: Double = 1.5) {
         self.decodeAhead = decodeAhead
         self.positionInterval = positionInterval

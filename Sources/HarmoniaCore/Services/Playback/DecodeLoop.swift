@@ -1,6 +1,6 @@
 // DecodeLoop — specs/services.md §Threads
 // The decode thread (`harmonia.decode`): it decodes ahead of the listener,
-// writes into the output, refills when half of the decode-ahead has been
+// writes into the output, refills when a quarter of what is queued has been
 // heard, opens the next track early and hands over to it (gapless when the
 // format is unchanged), and sleeps until the next thing due. `init` starts
 // the thread; each pass runs with `engine` held, on the decode thread, and
@@ -77,7 +77,7 @@ extension DefaultPlaybackService {
     }
 
     /// When the decode thread next has work while playing, unless a control
-    /// call comes first: half of the decode-ahead has been heard (time to
+    /// call comes first: a quarter of what is queued has been heard (time to
     /// refill), the listener reaches a track boundary or the end of what was
     /// written, a stream title's frame, or a position event is due. No
     /// sooner than `pollInterval`, no later than `longestWait` (the output's
@@ -90,10 +90,7 @@ extension DefaultPlaybackService {
             func until(_ frame: Int64) -> Double { Double(max(0, frame &- heard)) / rate }
             // Decoding is over until the listener reaches the end: wake there.
             let draining = endOfData || rangeEndReached || awaitingFormat != nil
-            // Refilling starts once half of the decode-ahead is left.
-            let refillAt = timeline.written &- Int64(clampingFrames: configuration.decodeAhead * rate / 2)
-            seconds = min(seconds, draining ? until(timeline.written)
-                                            : refilling ? until(timeline.written) / 4 : until(refillAt))
+            seconds = min(seconds, draining ? until(timeline.written) : until(timeline.written) / 4)
             if timeline.segments.count > 1 { seconds = min(seconds, until(timeline.segments[1].writeStart)) }
             if let title = timeline.queuedTitles.first { seconds = min(seconds, until(title.frame)) }
         }
@@ -104,10 +101,8 @@ extension DefaultPlaybackService {
         return now &+ UInt64(seconds * 1e9)
     }
 
-    /// The longest the decode thread sleeps while playing: the half of the
-    /// default decode-ahead that is left when it refills, and `play`'s
-    /// position interval, so one wake a second serves both.
-    private static let longestWait = 1.0
+    /// The longest the decode thread sleeps while playing.
+    private static let longestWait = 0.5
 
     func wakeDecodeThread() {
         control.wakeRequested = true
@@ -140,18 +135,7 @@ extension DefaultPlaybackService {
             return .again
         }
         let aheadLimit = Int64(clampingFrames: configuration.decodeAhead * current.info.sampleRate)
-        let queued = timeline.written - output.framesPlayed
-        if queued >= aheadLimit {
-            refilling = false
-            return wait
-        }
-        // Refill in batches: once half of `decodeAhead` has been heard, up to
-        // all of it (a wake for a position event decodes nothing).
-        if !refilling {
-            // (An eighth of slack: a wake a little early still refills.)
-            guard queued <= aheadLimit / 2 + aheadLimit / 8 else { return wait }
-            refilling = true
-        }
+        if timeline.written - output.framesPlayed >= aheadLimit { return wait }
         // An open releases the engine: the next step looks at the state afresh.
         if unlockForRead && openNextEarly(after: current, aheadLimit: aheadLimit) { return .again }
         decodeChunk(current, into: unlockForRead ? threadBuffer : controlBuffer, unlockForRead: unlockForRead)
@@ -169,13 +153,8 @@ extension DefaultPlaybackService {
         while timeline.written < target, pending == nil, step(unlockForRead: false) == .again {}
     }
 
-    /// The largest read a prefill makes at a time.
-    private static let prefillChunkFrames = 4096
-
     private func decodeChunk(_ open: OpenTrack, into buffer: SampleBuffer, unlockForRead: Bool) {
-        // A prefill (a control call waiting for it) reads in steps of at
-        // most `prefillChunkFrames`, so sound starts as soon as before.
-        var want = Int64(unlockForRead ? configuration.chunkFrames : min(configuration.chunkFrames, Self.prefillChunkFrames))
+        var want = Int64(configuration.chunkFrames)
         if let end = open.endFrame { want = min(want, end - open.nextFrame) }
         if let end = range?.end, open === timeline.segments.first?.open {
             if open.nextFrame >= end { rangeEndReached = true; return }
