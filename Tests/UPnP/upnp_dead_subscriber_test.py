@@ -23,7 +23,7 @@ import time
 from async_upnp_client.aiohttp import AiohttpNotifyServer, AiohttpRequester
 from async_upnp_client.client_factory import UpnpFactory
 from async_upnp_client.profiles.dlna import DmrDevice, TransportState
-from upnp_test_support import Renderer, check, gena, run_checks, serve_files, sine_wav, until
+from upnp_test_support import check, gena, run_checks, serve_files, sine_wav, start_renderer, until
 
 #: How late the healthy subscriber may hear a change (the spec: within 1 s).
 LATE = 1.0
@@ -86,12 +86,7 @@ async def main(binary):
     os.makedirs(served)
     sine_wav(os.path.join(served, "long.wav"), 30)
     files, files_base = serve_files(served, os.path.join(work, "files.log"))
-    try:
-        renderer = Renderer(binary, work, None)
-    except BaseException:
-        files.terminate()
-        files.wait()
-        raise
+    renderer = start_renderer(binary, work, None, files)
     requester = AiohttpRequester()
     notify_server = AiohttpNotifyServer(requester, source=("127.0.0.1", 0))
     dead = DeadCallback()

@@ -28,7 +28,7 @@ from async_upnp_client.client_factory import UpnpFactory
 from async_upnp_client.exceptions import UpnpActionError
 from async_upnp_client.profiles.dlna import DmrDevice, TransportState
 from async_upnp_client.search import async_search
-from upnp_test_support import Renderer, check, gena, run_checks, serve_files, sine_wav, until
+from upnp_test_support import Renderer, check, gena, run_checks, serve_files, sine_wav, start_renderer, until
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -150,12 +150,7 @@ async def main(binary):
     files, files_base = serve_files(served, os.path.join(work, "files.log"))
     ssdp_port = free_udp_port()
     watcher = SSDPWatcher(ssdp_port)
-    try:
-        renderer = Renderer(binary, work, ssdp_port)
-    except BaseException:
-        files.terminate()
-        files.wait()
-        raise
+    renderer = start_renderer(binary, work, ssdp_port, files)
     requester = AiohttpRequester()
     notify_server = AiohttpNotifyServer(requester, source=("127.0.0.1", 0))
     try:

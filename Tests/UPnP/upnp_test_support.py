@@ -186,6 +186,17 @@ async def until(dmr, predicate, what, timeout=10, poll=True):
         dmr.on_event = previous
 
 
+def start_renderer(binary, work, ssdp_port, files):
+    """The renderer (Renderer); should it fail to start, the file server
+    `files` is stopped too, so nothing is left holding the test's pipes."""
+    try:
+        return Renderer(binary, work, ssdp_port)
+    except BaseException:
+        files.terminate()
+        files.wait()
+        raise
+
+
 def gena(location, method, service, **headers):
     """One SUBSCRIBE or UNSUBSCRIBE: the status and the answer's headers."""
     host, port = location.split("//")[1].split("/")[0].rsplit(":", 1)
