@@ -261,7 +261,7 @@ struct PlayCommand: ParsableCommand {
         configuration.replayGain = ReplayGainSettings(mode: replaygain, preampDB: preamp ?? 0)
         // The history counts heard audio from position events (specs/listens.md §The rule).
         let listening = try listens.tracker()
-        if listening != nil, configuration.positionInterval == 0 { configuration.positionInterval = 0.5 }
+        if listening != nil, configuration.positionInterval == 0 { configuration.positionInterval = 1 }
         // The decoder's warnings (data it skipped) are news to the user:
         // `harmonia-play: warning: PATH: ...`. The service's own warnings
         // repeat its error events (reported anyway), so its log starts at info.

@@ -49,7 +49,11 @@ public struct PlaybackConfiguration: Sendable {
     /// The ReplayGain the service starts with; `setReplayGain(_:)` changes
     /// the one in use later.
     public var replayGain: ReplayGainSettings
-    /// Frames decoded per step of the decode loop.
+    /// The longest read of the decode loop, in frames: a read is as long as
+    /// what is already queued, at least 4096 frames (so a prefill, a first
+    /// read or one after an underrun is short).
+    /// Larger than a FLAC or Vorbis frame, so most decoded frames are
+    /// converted straight into the buffer that goes to the output.
     public var chunkFrames: Int
     /// The shortest sleep of the decode thread while playing, in seconds.
     /// It sleeps until the next thing due — a refill once a quarter of the
@@ -69,11 +73,11 @@ public struct PlaybackConfiguration: Sendable {
 
     /// Builds a configuration from the values above. The defaults: 2 s
     /// decode-ahead, a position event every 0.5 s, ReplayGain off,
-    /// 4096-frame chunks, a 0.01 s shortest sleep, 8192 prefill frames and a
+    /// 16384-frame chunks, a 0.01 s shortest sleep, 8192 prefill frames and a
     /// 1.5 s rebuffer.
     public init(decodeAhead: Double = 2.0, positionInterval: Double = 0.5,
                 replayGain: ReplayGainSettings = ReplayGainSettings(),
-                chunkFrames: Int = 4096, pollInterval: Double = 0.01, prefillFrames: Int = 8192,
+                chunkFrames: Int = 16384, pollInterval: Double = 0.01, prefillFrames: Int = 8192,
                 rebuffer: Double = 1.5) {
         self.decodeAhead = decodeAhead
         self.positionInterval = positionInterval

@@ -153,8 +153,17 @@ extension DefaultPlaybackService {
         while timeline.written < target, pending == nil, step(unlockForRead: false) == .again {}
     }
 
+    /// The smallest read: what the decoder reads while little is queued.
+    private static let smallestReadFrames: Int64 = 4096
+
     private func decodeChunk(_ open: OpenTrack, into buffer: SampleBuffer, unlockForRead: Bool) {
-        var want = Int64(configuration.chunkFrames)
+        // A read is as long as what is already queued, from 4096 frames up
+        // to `chunkFrames`: sound starts (a prefill, the first read of a
+        // stream) and comes back (after an underrun) as soon as one small
+        // read is decoded, and a read that waits on a slow network has
+        // that much audio before it; the steady refill reads large batches.
+        let queued = max(0, timeline.written &- output.framesPlayed)
+        var want = min(Int64(configuration.chunkFrames), max(Self.smallestReadFrames, queued))
         if let end = open.endFrame { want = min(want, end - open.nextFrame) }
         if let end = range?.end, open === timeline.segments.first?.open {
             if open.nextFrame >= end { rangeEndReached = true; return }
