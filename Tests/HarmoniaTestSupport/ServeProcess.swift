@@ -20,13 +20,20 @@ public final class ServeProcess {
         process = try LineProcess.harmoniaPlay(["serve", "--music-dir", music, "--database", folder + "/library.sqlite",
                                                 "--state", folder + "/state.json", "--playlist-dir", folder + "/playlists",
                                                 "--store", folder + "/offline", "--output", "null",
-                                                "--mpd-listen", "127.0.0.1:0", "--listen", "off", "--quiet"] + extra,
+                                                "--mpd-listen", "127.0.0.1:0", "--listen", Self.webListen, "--quiet"] + extra,
                                                environment: environment)
         guard let line = process.stderr.take(timeout: 20, where: { $0.contains("MPD protocol on 127.0.0.1:") })?.line,
               let port = line.split(separator: ":").last.flatMap({ Int($0) }) else {
             throw ServeTestError.didNotStart(process.stderr.all.joined(separator: "\n"))
         }
         self.port = port
+    }
+
+    /// The web remote as users run it (on by default, on loopback), on a
+    /// free port so tests can run side by side; off only in the sanitizer
+    /// builds, which are made without it (HARMONIA_WITHOUT_WEB, Makefile).
+    static var webListen: String {
+        ProcessInfo.processInfo.environment["HARMONIA_WITHOUT_WEB"] == nil ? "127.0.0.1:0" : "off"
     }
 
     /// The password `--password` set, given by every new client.
