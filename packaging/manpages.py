@@ -11,7 +11,9 @@ installable: `manpages.py GENERATED_DIR OUT_DIR`.
   "Empty input line"), a line starting with '.' or "'" (a macro call), a
   backslash (an escape). Empty lines become .Pp, such lines are escaped, and a
   run of lines indented by two spaces (examples, key lists) becomes a literal
-  display, so it keeps its lines.
+  display, so it keeps its lines. A synopsis value name like
+  pulse|null|file:PATH|snapcast://HOST may break after each '|' (groff warns
+  "can't break line" when one does not fit).
 
 `man --warnings` on the result prints nothing (make test-install checks).
 """
@@ -47,6 +49,8 @@ def fix(lines: list[str]) -> list[str]:
             line = f'.Nm "{command}"'
         line = re.sub(r'^(\.Dt )(\S+)', lambda m: m.group(1) + m.group(2).replace('.', '-'), line)
         line = re.sub(r'^(\.Xr )(\S+)', lambda m: m.group(1) + page_name(m.group(2)), line)
+        if line.startswith('.Op ') and ' Ar ' in line:
+            line = line.replace('|', '|\\:')  # a long value name (a|b|c) may break after each '|'
         is_macro = bool(GENERATED.match(line))
         indented = line.startswith('  ') and not is_macro
         if literal and not indented:

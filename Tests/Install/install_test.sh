@@ -65,8 +65,8 @@ complete_words() {
 check "bash completion: 'harmonia-play se' completes to serve" test "$(complete_words harmonia-play se)" = serve
 check "bash completion: the subcommands" bash -c "[ \"\$(printf '%s\n' \"$(complete_words harmonia-play '' | tr '\n' ' ')\" | grep -o -w -e play -e serve -e info -e decode | sort | tr '\n' ' ')\" = 'decode info play serve ' ]"
 check "bash completion: 'serve --conf' completes to --config" test "$(complete_words harmonia-play serve --conf)" = --config
-check "bash completion: 'serve --password' offers --password and --password-file" \
-  test "$(complete_words harmonia-play serve --password | sort | tr '\n' ' ')" = "--password --password-file "
+check "bash completion: 'serve --passw' offers --password and --password-file" \
+  test "$(complete_words harmonia-play serve --passw | sort | tr '\n' ' ')" = "--password --password-file "
 
 make --no-print-directory uninstall DESTDIR="$DEST" >"$WORK/uninstall.log" 2>&1 || { cat "$WORK/uninstall.log" >&2; fail "make uninstall"; }
 left=$(cd "$DEST" && find . \( -type f -o -type l \) -printf '%P\n')
