@@ -106,9 +106,9 @@ verify_units() {
     mount --make-rprivate / && mount -t overlay overlay -o "lowerdir=$1/usr/bin:/usr/bin" /usr/bin || exit 3
     export MANPATH=$1/usr/share/man XDG_RUNTIME_DIR=$2
     systemd-analyze verify "$1$3/harmonia-play.service" && systemd-analyze --user verify "$1/usr/lib/systemd/user/harmonia-play.service"
-  ' _ "$WORK/tree" "$WORK/runtime" "$system_units" > "$WORK/verify.txt" 2>&1
+  ' _ "$WORK/tree" "$WORK/runtime" "$system_units" > "$WORK/verify.txt" 2>&1 || { cat "$WORK/verify.txt" >&2; return 1; }
 }
-check "systemd-analyze verify: the system and the user unit" verify_units || cat "$WORK/verify.txt" >&2
+check "systemd-analyze verify: the system and the user unit" verify_units
 systemd-analyze security --offline=yes "$WORK/tree$system_units/harmonia-play.service" > "$WORK/security.txt" 2>&1
 exposure=$(sed -n 's/.*Overall exposure level for harmonia-play.service: \([0-9.]*\).*/\1/p' "$WORK/security.txt")
 check "systemd-analyze security --offline=yes: exposure ${exposure:-?} <= 2.5" \
