@@ -153,7 +153,7 @@ struct HarmoniaPlayServeServiceTests {
         #expect(result.stderrText.split(separator: "\n").count == 1, "one line: \(result.stderrText)")
     }
 
-    @Test("errors of the command line and of reading the file")
+    @Test("errors of the command line and of reading the file (missing, a device, a FIFO, past 1 MiB)")
     func otherErrors() throws {
         let dir = try HarmoniaPlayServeTests.folder("config-errors")
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -167,6 +167,13 @@ struct HarmoniaPlayServeServiceTests {
         #expect(missing.stderrText == "harmonia-play: config file: \(dir)/none.conf: no such file\n")
         let device = try ProcessRunner.run(Self.binary, ["serve", "--config=/dev/zero"])
         #expect(device.stderrText == "harmonia-play: config file: /dev/zero: not a regular file\n")
+        #expect(mkfifo(dir + "/fifo", 0o600) == 0)
+        let fifo = try ProcessRunner.run(Self.binary, ["serve", "--config", dir + "/fifo"])  // opened without waiting for a writer
+        #expect(fifo.stderrText == "harmonia-play: config file: \(dir)/fifo: not a regular file\n")
+        try Data(repeating: 0x23, count: (1 << 20) + 1).write(to: URL(fileURLWithPath: dir + "/huge.conf"))
+        let huge = try ProcessRunner.run(Self.binary, ["serve", "--config", dir + "/huge.conf"])
+        #expect(huge.status == 2)
+        #expect(huge.stderrText == "harmonia-play: config file: \(dir)/huge.conf: longer than 1048576 bytes\n")
         let both = try ProcessRunner.run(Self.binary, ["serve", "--password", "a", "--password-file", dir + "/serve.conf"])
         #expect(both.status == 2)
         #expect(both.stderrText.contains("--password and --password-file: give one"))
