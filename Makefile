@@ -23,11 +23,15 @@ SWIFT ?= $(shell command -v swift 2>/dev/null || echo /opt/swift/usr/bin/swift)
 # the package index, pinned, in a virtual environment (python3-venv) under
 # .build: `make upnp-client`; its multi-interface SSDP test makes veth
 # interfaces (iproute2) in a network namespace of its own (unshare, util-linux).
+# Installing (make install, make deb, make test-install): systemd-analyze
+# (systemd) checks the units, dpkg-dev's dpkg-shlibdeps computes Depends,
+# binutils strips, man-db's man --warnings checks the pages, lintian the package.
 APT_PACKAGES := pkg-config libavformat-dev libavcodec-dev libswresample-dev libavutil-dev \
                 libpulse-dev libdbus-1-dev libcurl4-openssl-dev libssl-dev ffmpeg util-linux pulseaudio pulseaudio-utils python3 \
                 dbus playerctl libglib2.0-bin openssl pipewire pipewire-pulse wireplumber pipewire-bin \
                 libsqlite3-dev sqlite3 mpd mpc python3-mpd python3-mutagen snapserver snapclient \
-                python3-websockets python3-selenium chromium chromium-driver python3-venv iproute2
+                python3-websockets python3-selenium chromium chromium-driver python3-venv iproute2 \
+                systemd dpkg-dev binutils man-db lintian
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 LSAN_SUPPRESSIONS := $(CURDIR)/Tests/lsan-suppressions.txt
 DEMO_FILE := Tests/Fixtures/audio/flac_s16_stereo_44k.flac
@@ -43,11 +47,14 @@ WITH_PULSE = bash Tests/pulse-test-server.sh start $(PULSE_DIR) && status=0; \
 # $XDG_STATE_HOME), never in the user's own folders.
 unexport HARMONIA_LISTENBRAINZ_TOKEN
 TEST_XDG := $(CURDIR)/.build/test-xdg
-TEST_TARGETS := test-unit test-pipewire test-hostile test-examples test-asan test-tsan vectors
+TEST_TARGETS := test-unit test-pipewire test-hostile test-examples test-asan test-tsan test-install vectors
 $(TEST_TARGETS): export XDG_DATA_HOME = $(TEST_XDG)/data
 $(TEST_TARGETS): export XDG_STATE_HOME = $(TEST_XDG)/state
+# serve reads $XDG_CONFIG_HOME/harmonia-play/harmonia-play.conf when it
+# exists: the tests never read the user's.
+$(TEST_TARGETS): export XDG_CONFIG_HOME = $(TEST_XDG)/config
 
-.PHONY: all deps swift upnp-client build release demo docs test test-unit test-pipewire test-hostile test-examples test-asan test-tsan vectors fuzz bench clean
+.PHONY: all deps swift upnp-client build release install uninstall deb demo docs test test-unit test-pipewire test-hostile test-examples test-asan test-tsan test-install vectors fuzz bench clean
 
 all: build
 
@@ -84,6 +91,30 @@ upnp-client: deps
 release: deps swift
 	@SWIFT="$(SWIFT)" bash benchmarks/release-build.sh harmonia-play
 
+# Installing (packaging/install.sh, README "Install"): the binary, a manual
+# page per command and the bash, zsh and fish completions (all generated from
+# the argument parser), the system and user units, and /etc/harmonia-play.conf
+# (every setting commented out; kept when it exists). BINARY: the binary to
+# install (default: the release build above, made when missing or stale).
+# make uninstall removes what install wrote (the config file only unchanged).
+PREFIX ?= /usr/local
+SYSCONFDIR ?= /etc
+DESTDIR ?=
+BINARY ?=
+INSTALL_ENV = SWIFT="$(SWIFT)" PREFIX="$(PREFIX)" SYSCONFDIR="$(SYSCONFDIR)" DESTDIR="$(DESTDIR)" BINARY="$(BINARY)"
+install: deps swift
+	@$(INSTALL_ENV) bash packaging/install.sh install
+uninstall:
+	@$(INSTALL_ENV) bash packaging/install.sh uninstall
+
+# harmonia-play_VERSION_ARCH.deb here (packaging/make-deb.sh; its path is the
+# last line): the same files for PREFIX=/usr, the binary stripped, Depends
+# from dpkg-shlibdeps, /etc/harmonia-play.conf a conffile. DEB_DIR: another folder.
+DEB_DIR ?= $(CURDIR)
+SHLIBDEPS_FLAGS ?=
+deb: deps swift
+	@SWIFT="$(SWIFT)" BINARY="$(BINARY)" DEB_DIR="$(DEB_DIR)" SHLIBDEPS_FLAGS="$(SHLIBDEPS_FLAGS)" bash packaging/make-deb.sh
+
 # The demo shows what the engine reads from a clip, then plays a short queue
 # through PulseAudio: the first 1.5 s of the clip, then a second clip. With no
 # server reachable (`pactl info` fails: a fresh or headless machine) it starts
@@ -109,7 +140,19 @@ demo: build
 # The whole suite; then the FFmpeg adapter again under AddressSanitizer and
 # LeakSanitizer (no leak, no use-after-free, bad inputs included), and the
 # real-time path under ThreadSanitizer — each in its own build folder.
-test: test-unit test-pipewire test-hostile test-examples test-asan test-tsan
+test: test-unit test-pipewire test-hostile test-examples test-asan test-tsan test-install
+
+# Tests/Install/install_test.sh: make install and uninstall into a folder,
+# the pages through man --warnings, the bash completion, both units through
+# systemd-analyze verify and security --offline=yes, make deb through lintian,
+# and dpkg install, remove and purge in a throwaway root. It packages the
+# debug build that test-unit made, not the release build: a release build
+# takes several minutes more than make test's budget has (the package's
+# layout, units, pages and scripts are the same; its Depends then leave out
+# the toolchain's Swift libraries, which the release binary links in).
+test-install: deps swift
+	$(SWIFT) build --product harmonia-play
+	BINARY=$$($(SWIFT) build --show-bin-path)/harmonia-play bash Tests/Install/install_test.sh
 
 # Hostile files (specs/hardening.md §Hostile files): Tests/Hostile/hostile_files.py
 # writes ~200 files with absurd headers, tags and sizes plus seeded mutations

@@ -9,7 +9,7 @@ import HarmoniaCore
 import HarmoniaFFmpeg
 import HarmoniaListens
 
-/// `--listens-db`, `--no-history`, `--listenbrainz-url`, `--listenbrainz-token-file`.
+/// `--listens-db`, `--no-history`, `--listenbrainz-url`, `--listenbrainz-token-file`, `--listenbrainz-token`.
 struct ListenOptions: ParsableArguments {
     @Option(name: .customLong("listens-db"), help: ArgumentHelp("The play history (default: $XDG_DATA_HOME/harmonia-play/listens.sqlite).", valueName: "FILE"))
     var listensDB: String?
@@ -23,8 +23,15 @@ struct ListenOptions: ParsableArguments {
     @Option(name: .customLong("listenbrainz-token-file"), help: ArgumentHelp("A file holding your ListenBrainz token (or set HARMONIA_LISTENBRAINZ_TOKEN). Without a token, listens are only recorded.", valueName: "FILE"))
     var tokenFile: String?
 
+    @Option(name: .customLong("listenbrainz-token"), help: ArgumentHelp("Your ListenBrainz token itself, for serve's config file: every user can see a command line (ps).", valueName: "SECRET"))
+    var token: String?
+
     func validate() throws {
         try Self.validate(listensDB: listensDB, listenBrainzURL: listenBrainzURL)
+        if token != nil && tokenFile != nil { throw ValidationError("--listenbrainz-token and --listenbrainz-token-file: give one") }
+        if let token, token.isEmpty || !token.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }) {
+            throw ValidationError("--listenbrainz-token must be one word of printable ASCII (copy it from your ListenBrainz settings page)")
+        }
     }
 
     /// The checks `play`, `serve` and `listens submit` make of the options they share.
@@ -61,15 +68,16 @@ struct ListenOptions: ParsableArguments {
     /// The outbox of `store` when a token is given; nil without one.
     /// - Throws: `ExitCode(2)` for a token file that cannot be read (said on stderr).
     func outbox(store: SQLiteListenStore) throws -> ListenOutbox? {
-        try Self.outbox(store: store, url: listenBrainzURL, tokenFile: tokenFile)
+        try Self.outbox(store: store, url: listenBrainzURL, tokenFile: tokenFile, token: token)
     }
 
-    /// The outbox of `store` to the API at `url` (nil: the public one), with the
-    /// token of `tokenFile` or the environment; nil without a token.
-    static func outbox(store: SQLiteListenStore, url listenBrainzURL: String?, tokenFile: String?) throws -> ListenOutbox? {
-        let token: String?
-        do {
-            token = try ListenBrainzToken.read(file: tokenFile)
+    /// The outbox of `store` to the API at `url` (nil: the public one), with
+    /// `token`, else the token of `tokenFile` or the environment; nil without a token.
+    static func outbox(store: SQLiteListenStore, url listenBrainzURL: String?, tokenFile: String?,
+                       token given: String? = nil) throws -> ListenOutbox? {
+        var token = given
+        do throws(CoreError) {
+            if token == nil { token = try ListenBrainzToken.read(file: tokenFile) }
         } catch {
             Console.err("harmonia-play: listens: \(error.category.rawValue): \(error.message)")
             throw ExitCode(2)
@@ -77,7 +85,7 @@ struct ListenOptions: ParsableArguments {
         guard token != nil else { return nil }
         // Read again for each request: a token file replaced after a 401 is used at once.
         let reporter = ListenBrainzReporter(root: listenBrainzURL ?? ListenBrainzReporter.defaultURL,
-                                            token: { try? ListenBrainzToken.read(file: tokenFile) })
+                                            token: { given ?? (try? ListenBrainzToken.read(file: tokenFile)) })
         return ListenOutbox(store: store, reporter: reporter, report: { Console.err($0) })
     }
 

@@ -14,7 +14,7 @@ struct HarmoniaPlay: ParsableCommand {
         abstract: "A headless audio player on HarmoniaCore (FFmpeg decoding).",
         usage: """
             harmonia-play [play] [OPTIONS] INPUT...
-            harmonia-play serve [--music-dir DIR] [--mpd-listen [ADDR:]PORT] [--password SECRET] [OPTIONS]
+            harmonia-play serve [--config FILE] [--music-dir DIR] [--mpd-listen [ADDR:]PORT] [--password-file FILE] [OPTIONS]
             harmonia-play info [--json] [--artwork PATH] INPUT...
             harmonia-play decode INPUT -o OUTPUT [--start-frame N]
             harmonia-play history [--json] [--limit N]
@@ -52,9 +52,12 @@ enum Entry {
         if true { FuzzDriver.run() }  // the fuzz build is a libFuzzer binary (Fuzzing/FuzzDriver.swift)
         #endif
         do {
-            var command = try HarmoniaPlay.parseAsRoot(rawArguments)
+            var command = try ServeConfigFile.parseAsRoot(rawArguments)
             try command.run()
             finishBackgroundWork()
+        } catch let error as ServeConfigError {
+            Console.err("harmonia-play: " + error.message)  // a config file's error is a usage error
+            exit(2)
         } catch {
             finishBackgroundWork()
             let code = HarmoniaPlay.exitCode(for: error)

@@ -23,23 +23,40 @@ struct ServeCommand: ParsableCommand {
         abstract: "Run as a music server: a library of a music folder, played through one queue that MPD clients (mpc, ncmpcpp, phone apps) drive.",
         discussion: """
             Runs in the foreground until SIGINT or SIGTERM (exit 130 or 143). The library
-            is scanned when the database is new and on MPD's update/rescan. With a state
-            file (by default under $XDG_STATE_HOME), the queue, current track, position,
-            volume and modes come back after a restart.
+            is scanned when the database is new, on MPD's update/rescan and on SIGHUP.
+            With a state file (by default under $XDG_STATE_HOME), the queue, current track,
+            position, volume and modes come back after a restart. Other exit codes: 1 the
+            server could not start (the music folder, the database, a port), 2 a usage or
+            config file error. Lines go to stdout and stderr as they come (no status
+            line), so a service manager's journal keeps them.
+
+            Config file: --config FILE, else $XDG_CONFIG_HOME/harmonia-play/harmonia-play.conf
+            when it exists (the system service: /etc/harmonia-play.conf). One setting a line,
+            'option = value' with serve's long option names without '--' (music-dir =
+            /srv/music); a flag is 'name', 'name = yes' or 'name = no'; lines starting with
+            '#' are comments; a value may be quoted. Options on the command line override the
+            file (password-file overrides password, and the reverse). An unknown option or a
+            bad value is an error naming FILE:LINE (exit 2). A file that holds a secret
+            (password, token, listenbrainz-token) and that every user can read gets a
+            warning. Options are read at start: SIGHUP rescans the music folder and re-reads
+            no option; restart to apply a changed file.
 
             Security: the MPD port listens on 127.0.0.1 unless told otherwise; any other
-            address needs --password. Paths that clients name stay inside --music-dir.
+            address needs a password (--password-file, or 'password' in the config file:
+            a command line is visible to every user). Paths that clients name stay inside
+            --music-dir.
 
             Examples:
               harmonia-play serve --music-dir ~/Music
-              harmonia-play serve --music-dir /srv/music --mpd-listen 0.0.0.0:6600 --password s3cret
+              harmonia-play serve --music-dir /srv/music --mpd-listen 0.0.0.0:6600 --password-file /etc/harmonia-play.password
+              harmonia-play serve --config ~/harmonia-play.conf
               mpc -p 6600 update && mpc -p 6600 add / && mpc -p 6600 play
               harmonia-play serve --upnp --upnp-listen 0.0.0.0:49594   # cast to it (Home Assistant, Music Assistant)
             """
     )
 
-    @OptionGroup(title: "Listens")
-    var listens: ListenOptions
+    @Option(help: ArgumentHelp("Read options from FILE before the command line: 'option = value' lines (see the description). Default: $XDG_CONFIG_HOME/harmonia-play/harmonia-play.conf when it exists.", valueName: "FILE"))
+    var config: String?
 
     @Option(name: .customLong("music-dir"), help: ArgumentHelp("The music folder (default: ~/Music).", valueName: "DIR"))
     var musicDir: String?
@@ -53,11 +70,14 @@ struct ServeCommand: ParsableCommand {
     @Option(name: .customLong("playlist-dir"), help: ArgumentHelp("Where MPD's stored playlists are kept, as NAME.m3u; created on the first save (default: $XDG_DATA_HOME/harmonia-play/playlists).", valueName: "DIR"))
     var playlistDir: String?
 
-    @Option(name: .customLong("mpd-listen"), help: ArgumentHelp("Where MPD clients connect, or 'off' (default 127.0.0.1:6600; an address beyond loopback needs --password).", valueName: "[ADDR:]PORT|off"))
+    @Option(name: .customLong("mpd-listen"), help: ArgumentHelp("Where MPD clients connect, or 'off' (default 127.0.0.1:6600; an address beyond loopback needs a password).", valueName: "[ADDR:]PORT|off"))
     var mpdListen: String = "127.0.0.1:6600"
 
-    @Option(help: ArgumentHelp("The password MPD clients must give (MPD's 'password' command) before anything else.", valueName: "SECRET"))
+    @Option(help: ArgumentHelp("The password MPD clients must give (MPD's 'password' command) before anything else. Every user can see a command line (ps): give it in the config file or with --password-file.", valueName: "SECRET"))
     var password: String?
+
+    @Option(name: .customLong("password-file"), help: ArgumentHelp("A file whose first line is the password (instead of --password).", valueName: "FILE"))
+    var passwordFile: String?
 
     @Option(help: ArgumentHelp("Where the sound goes: 'pulse', 'null' (no sound), 'file:PATH' (float32, written in real time as heard) or 'snapcast://HOST[:PORT][/?sampleformat=R:B:C&buffer=MS]' (every room of a Snapcast server).", valueName: "pulse|null|file:PATH|snapcast://HOST[:PORT]"))
     var output: OutputChoice = .pulse
@@ -67,6 +87,9 @@ struct ServeCommand: ParsableCommand {
 
     @Option(help: ArgumentHelp("Also take JSON-line commands on a Unix socket at PATH (specs/control-protocol.md).", valueName: "unix:PATH"))
     var control: ControlTransport?
+
+    @OptionGroup(title: "Listens")
+    var listens: ListenOptions
 
     @OptionGroup(title: "Web remote")
     var web: WebRemoteOptions
@@ -98,17 +121,27 @@ struct ServeCommand: ParsableCommand {
             guard let endpoint = ListenAddress(mpdListen) else {
                 throw ValidationError("--mpd-listen must be [ADDR:]PORT with a numeric address (127.0.0.1:6600, [::1]:6600, 6600) or 'off'; got '\(mpdListen.prefix(80))'")
             }
-            if !endpoint.isLoopback && (password ?? "").isEmpty {
-                throw ValidationError("--mpd-listen \(mpdListen) reaches beyond this machine: anyone on the network could control the player. Give --password SECRET, or listen on 127.0.0.1")
+            if !endpoint.isLoopback && (password ?? "").isEmpty && passwordFile == nil {
+                throw ValidationError("--mpd-listen \(mpdListen) reaches beyond this machine: anyone on the network could control the player. Give a password (--password-file FILE, or 'password' in the config file), or listen on 127.0.0.1")
             }
         }
         if password?.isEmpty == true { throw ValidationError("--password must not be empty") }
+        if password != nil && passwordFile != nil { throw ValidationError("--password and --password-file: give one") }
+        if passwordFile?.isEmpty == true { throw ValidationError("--password-file needs a file name") }
         try web.check(defaultListen: Self.defaultListen)
         try upnp.check()
     }
 
     func run() throws {
         StderrLogHandler.bootstrap()
+        var password = self.password
+        do throws(CoreError) {
+            if let passwordFile { password = try SecretFile.firstLine(passwordFile) }
+        } catch {
+            Console.err("harmonia-play: --password-file: \(error.category.rawValue): \(Console.oneLine(error.message))")
+            throw ExitCode(2)
+        }
+        if let passwordFile { SecretFile.warnIfReadableByOthers(passwordFile, holding: "the MPD password") }
         let paths = ServePaths(musicDir: musicDir, database: database, state: state, playlists: playlistDir)
         let musicDirectory: MusicDirectory
         let store: SQLiteLibraryStore
@@ -127,6 +160,8 @@ struct ServeCommand: ParsableCommand {
                                      warn: { Console.err("harmonia-play: library: " + Console.oneLine($0)) })
         let updater = LibraryUpdater(scanner: scanner)
         defer { updater.close() }
+        let hangUp = Self.rescanOnHangUp(updater)
+        defer { hangUp.cancel() }
 
         var configuration = PlaybackConfiguration()
         configuration.positionInterval = 1
@@ -228,6 +263,19 @@ struct ServeCommand: ParsableCommand {
         case .quit:
             break
         }
+    }
+
+    /// SIGHUP (`systemctl reload`) rescans the music folder, as MPD's
+    /// `update` does; options are read at start only. Cancel the source to stop.
+    static func rescanOnHangUp(_ updater: LibraryUpdater) -> DispatchSourceSignal {
+        signal(SIGHUP, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .global())
+        source.setEventHandler {
+            Console.err("harmonia-play: SIGHUP: rescanning the music folder (options are read at start only)")
+            updater.requestUpdate()
+        }
+        source.resume()
+        return source
     }
 
     private var factoryOutput: CoreFactory.Output {
