@@ -11,16 +11,33 @@ public enum LibraryAggregation {
     public static func tagValues(_ tag: LibraryTag, groupedBy groups: [LibraryTag],
                                  in songs: [LibrarySong]) -> [LibraryTagRow] {
         var rows = Set<LibraryTagRow>()
-        for song in songs {
-            var combinations: [[String]] = [[]]
-            for group in groups {
-                combinations = combinations.flatMap { prefix in song.values(of: group).map { prefix + [$0] } }
-            }
-            for groupValues in combinations {
-                for value in song.values(of: tag) { rows.insert(LibraryTagRow(groups: groupValues, value: value)) }
-            }
+        for song in songs { insertRows(of: song, tag, groupedBy: groups, into: &rows) }
+        return sortedRows(rows)
+    }
+
+    /// Adds the rows of one song (`tagValues`) to `rows`.
+    public static func insertRows(of song: LibrarySong, _ tag: LibraryTag, groupedBy groups: [LibraryTag],
+                                  into rows: inout Set<LibraryTagRow>) {
+        insertRows((groups + [tag]).map { song.values(of: $0) }, into: &rows)
+    }
+
+    /// Adds the rows of one song given its values (never empty: [""] for
+    /// a tag it lacks) of each group, outermost first, then of the tag:
+    /// every combination.
+    public static func insertRows(_ lists: [[String]], into rows: inout Set<LibraryTagRow>) {
+        guard let values = lists.last else { return }
+        var combinations: [[String]] = [[]]
+        for group in lists.dropLast() {
+            combinations = combinations.flatMap { prefix in group.map { prefix + [$0] } }
         }
-        return rows.sorted { a, b in
+        for groupValues in combinations {
+            for value in values { rows.insert(LibraryTagRow(groups: groupValues, value: value)) }
+        }
+    }
+
+    /// `rows` sorted by bytes, groups first.
+    public static func sortedRows(_ rows: Set<LibraryTagRow>) -> [LibraryTagRow] {
+        rows.sorted { a, b in
             for (x, y) in zip(a.groups + [a.value], b.groups + [b.value]) where !x.utf8.elementsEqual(y.utf8) {
                 return LibraryText.byteLess(x, y)
             }

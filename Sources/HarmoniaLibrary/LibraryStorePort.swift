@@ -68,6 +68,19 @@ public protocol LibraryStorePort: AnyObject, Sendable {
     /// - Throws: `notFound` when the folder is not in the library.
     func allEntries(under directory: String) throws(CoreError) -> [LibraryEntry]
 
+    /// The songs `filter` matches, handed to `body` one at a time in MPD's
+    /// walk order (`LibraryAggregation.addOrder`: folder by folder, a
+    /// folder's own songs before its subfolders'), as they are read: a
+    /// whole-library answer never sits in memory. Stops when `body` returns
+    /// false. Between two folders a committed scan batch may become visible.
+    /// - Throws: `invalidArgument` for a bad regular expression in `filter`.
+    func visitSongs(matching filter: LibraryFilter, _ body: (LibrarySong) -> Bool) throws(CoreError)
+
+    /// `allEntries(under:)`, handed to `body` one at a time as read (folder by
+    /// folder); stops when `body` returns false.
+    /// - Throws: `notFound` when the folder is not in the library.
+    func visitEntries(under directory: String, _ body: (LibraryEntry) -> Bool) throws(CoreError)
+
     // MARK: Updates (one writer: the scanner)
 
     /// Starts a batch: the writes until `commitUpdate` become visible together.
@@ -128,6 +141,16 @@ extension LibraryStorePort {
 
     public func count(matching filter: LibraryFilter) throws(CoreError) -> LibraryCount {
         LibraryAggregation.count(try songs(matching: filter))
+    }
+
+    /// `songs(matching:)` in walk order, for a store that has nothing leaner.
+    public func visitSongs(matching filter: LibraryFilter, _ body: (LibrarySong) -> Bool) throws(CoreError) {
+        for song in LibraryAggregation.addOrder(try songs(matching: filter)) where !body(song) { return }
+    }
+
+    /// `allEntries(under:)`, for a store that has nothing leaner.
+    public func visitEntries(under directory: String, _ body: (LibraryEntry) -> Bool) throws(CoreError) {
+        for entry in try allEntries(under: directory) where !body(entry) { return }
     }
 
     public func count(matching filter: LibraryFilter, groupedBy tag: LibraryTag) throws(CoreError) -> [LibraryGroupCount] {

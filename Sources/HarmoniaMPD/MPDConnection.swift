@@ -44,7 +44,12 @@ final class MPDDispatch: Sendable {
 
 /// One client. Created by the server's accept thread; `start` runs its two
 /// threads; the last of them to end closes the socket and calls `onEnd`.
-final class MPDConnection: @unchecked Sendable {
+/// A command's long answer is streamed (`MPDResponseSink`): the reader
+/// thread waits while more than `streamHighWaterBytes` are unsent.
+final class MPDConnection: MPDResponseSink, @unchecked Sendable {
+    /// Unsent bytes above which a streaming command waits for the client.
+    static let streamHighWaterBytes = 256 * 1024
+
     let id: Int
     let peer: String
     let dispatch: MPDDispatch
@@ -133,6 +138,16 @@ final class MPDConnection: @unchecked Sendable {
     @discardableResult
     func enqueue(_ bytes: [UInt8]) -> Bool {
         lock.withLock { enqueueLocked(bytes) }
+    }
+
+    /// `MPDResponseSink`: waits (reader thread) while the client has more
+    /// than `streamHighWaterBytes` unsent, then queues `bytes`; false when
+    /// the connection is closing or closed (the client went, or was dropped).
+    func deliver(_ bytes: [UInt8]) -> Bool {
+        lock.withLock {
+            while state == .open && outbox.count - outboxStart > Self.streamHighWaterBytes { lock.wait() }
+            return enqueueLocked(bytes)
+        }
     }
 
     // MARK: - Idle (reader thread)
@@ -273,6 +288,7 @@ final class MPDConnection: @unchecked Sendable {
                     outbox.removeFirst(outboxStart)
                     outboxStart = 0
                 }
+                lock.broadcast()  // a streaming command may wait for room
                 return false
             }
             if stop { break }

@@ -19,6 +19,7 @@ enum SQLiteRows {
     /// value at all (a hostile row).
     static func values(_ text: String?) -> [String]? {
         guard let text else { return nil }
+        if !text.utf8.contains(0x1F) { return [text] }  // one value: no Character walk
         let values = text.split(separator: valueSeparator, omittingEmptySubsequences: false).map(String.init)
         return values.isEmpty ? nil : values
     }
@@ -67,6 +68,10 @@ enum SQLiteRows {
 struct SQLiteFilterPushdown {
     private(set) var clauses: [String] = []
     private(set) var values: [SQLiteValue] = []
+    /// A clause is an index lookup (an exact path or indexed tag): few rows.
+    private(set) var narrowsByIndex = false
+    /// The first top-level `base` folder, if any.
+    private(set) var base: String?
 
     init(_ filter: LibraryFilter) {
         switch filter {
@@ -83,6 +88,7 @@ struct SQLiteFilterPushdown {
     private mutating func add(_ filter: LibraryFilter) {
         switch filter {
         case .base(let directory) where !directory.isEmpty:
+            if base == nil { base = directory }
             let range = Self.pathRange(under: directory)
             clauses.append("(path = ? OR (path >= ? AND path < ?))")
             values += [.text(directory), .text(range.from), .text(range.to)]
@@ -92,9 +98,18 @@ struct SQLiteFilterPushdown {
         case .file(let match) where Self.isExact(match):
             clauses.append("path = ?")
             values.append(.text(match.value))
+            narrowsByIndex = true
         case .tag(.albumArtist, let match) where Self.isExact(match):
-            clauses.append("(\(Self.holds("album_artist")) OR (album_artist IS NULL AND \(Self.holds("artist"))))")
-            values += [.text(match.value), .text(match.value), .text(match.value), .text(match.value)]
+            // The effective value (AlbumArtist, else Artist) on its index, or
+            // a row holding several values of either (Swift decides).
+            clauses.append("(coalesce(album_artist, artist) = ? OR \(Self.several("album_artist")) OR \(Self.several("artist")))")
+            values += [.text(match.value), .text(match.value), .text(match.value)]
+            narrowsByIndex = true
+        case .tag(let tag, let match) where Self.isExact(match) && SQLiteLibrarySchema.indexedTags.contains(tag):
+            let column = SQLiteLibrarySchema.column(tag)
+            clauses.append("(\(column) = ? OR \(Self.several(column)))")
+            values += [.text(match.value), .text(match.value)]
+            narrowsByIndex = true
         case .tag(let tag, let match) where Self.isExact(match):
             clauses.append(Self.holds(SQLiteLibrarySchema.column(tag)))
             values += [.text(match.value), .text(match.value)]
@@ -107,6 +122,13 @@ struct SQLiteFilterPushdown {
     /// which may equal it: Swift decides). Binds two values.
     private static func holds(_ column: String) -> String {
         "(\(column) = ? OR (instr(\(column), char(31)) > 0 AND instr(\(column), ?) > 0))"
+    }
+
+    /// A row holding several values of `column`, one of which may be the
+    /// bound value: looked up on the column's partial index of such rows
+    /// (SQLiteLibrarySchema version 3). Binds one value.
+    private static func several(_ column: String) -> String {
+        "id IN (SELECT id FROM song WHERE instr(\(column), char(31)) > 0 AND instr(\(column), ?) > 0)"
     }
 
     /// An `==` SQL's byte comparison decides exactly (a non-empty value: an

@@ -118,42 +118,56 @@ public struct MPDDatabaseCommands: MPDCommandGroup {
     /// top), then everything inside it, recursively; a song's path gives that song.
     func listAll(_ uri: String, full: Bool, into writer: inout MPDResponseWriter) throws(MPDError) {
         guard uri.isEmpty || MPDFilterParser.isSafeLocalURI(uri) else { throw .noSuchDirectory }
-        let entries: [LibraryEntry]
-        do {
-            entries = try library.store.allEntries(under: uri)
-        } catch where error.category == .notFound {
-            if let song = try songIfSafe(uri) {
-                if full { writer.appendSong(song) } else { writer.append("file", song.path) }
-                return
-            }
-            throw .noSuchDirectory
-        } catch {
-            throw MPDError(error)
-        }
         if !uri.isEmpty {
-            appendDirectory(try directory(at: uri), full: full, into: &writer)
-        }
-        var index = 0
-        while index < entries.count && !writer.isFull {
-            guard case .song = entries[index] else {
-                switch entries[index] {
-                case .directory(let d): appendDirectory(d, full: full, into: &writer)
-                case .playlist(let p): appendPlaylist(p, full: full, into: &writer)
-                case .song: break
+            guard let folder = try existingDirectory(at: uri) else {
+                if let song = try songIfSafe(uri) {
+                    if full { writer.appendSong(song) } else { writer.append("file", song.path) }
+                    return
                 }
-                index += 1
-                continue
+                throw .noSuchDirectory
             }
-            // A folder's songs come together: print them in MPD's order.
-            var run: [LibrarySong] = []
-            while index < entries.count, case .song(let song) = entries[index] {
-                run.append(song)
-                index += 1
-            }
+            appendDirectory(folder, full: full, into: &writer)
+        }
+        // Streamed folder by folder as read; a folder's songs come together
+        // and are printed in MPD's order.
+        var run: [LibrarySong] = []
+        func printRun(_ writer: inout MPDResponseWriter) {
             for song in Self.walkOrder(run) where !writer.isFull {
                 if full { writer.appendSong(song) } else { writer.append("file", song.path) }
             }
+            run.removeAll(keepingCapacity: true)
         }
+        try mapped { () throws(CoreError) in
+            try library.store.visitEntries(under: uri) { entry in
+                switch entry {
+                case .song(let song):
+                    run.append(song)
+                    return true
+                case .directory(let d):
+                    printRun(&writer)
+                    appendDirectory(d, full: full, into: &writer)
+                case .playlist(let p):
+                    printRun(&writer)
+                    appendPlaylist(p, full: full, into: &writer)
+                }
+                return !writer.isFull
+            }
+        }
+        printRun(&writer)
+    }
+
+    /// The folder record at `path` (its modification time from its parent's
+    /// listing, -1 when only the folder's own row is found); nil when the
+    /// library has no such folder.
+    private func existingDirectory(at path: String) throws(MPDError) -> LibraryDirectory? {
+        do {
+            _ = try library.store.stamps(of: path)
+        } catch where error.category == .notFound {
+            return nil
+        } catch {
+            throw MPDError(error)
+        }
+        return try directory(at: path)
     }
 
     /// The folder record at `path` (its modification time comes from its parent's listing).
