@@ -83,7 +83,14 @@ public enum LibraryAggregation {
     /// without one first), Disc, Track (absent or not a positive number
     /// first), then file name, text compared in natural order.
     public static func addOrder(_ songs: [LibrarySong]) -> [LibrarySong] {
-        let keyed = songs.map { (AddKey($0), $0) }
+        // Songs of one folder share its key: made once per folder.
+        var folders: [String: NaturalPathKey] = [:]
+        let keyed = songs.map { song in
+            let directory = song.directory
+            let key = folders[directory] ?? NaturalPathKey(directory)
+            folders[directory] = key
+            return (AddKey(song, directory: key), song)
+        }
         return keyed.sorted { $0.0 < $1.0 }.map(\.1)
     }
 
@@ -121,8 +128,8 @@ public enum LibraryAggregation {
         let track: Int
         let name: NaturalKey
 
-        init(_ song: LibrarySong) {
-            directory = NaturalPathKey(song.directory)
+        init(_ song: LibrarySong, directory: NaturalPathKey) {
+            self.directory = directory
             album = song.first(.album).map(NaturalKey.init)
             disc = Self.number(song.first(.disc))
             track = Self.number(song.first(.track))
