@@ -112,6 +112,10 @@ public struct MPDServerConfiguration: Sendable {
     public var maxLineBytes = MPDProtocol.defaultMaxLineBytes
     public var maxCommandListBytes = MPDProtocol.defaultMaxCommandListBytes
     public var maxOutputBytes = MPDProtocol.defaultMaxOutputBytes
+    /// A streamed answer whose client reads nothing for this long (seconds)
+    /// drops the client (MPD's `connection_timeout` default: 60 s); a client
+    /// that reads, however slowly, is only throttled.
+    public var stalledClientSeconds: Double = 60
     /// Passwords and what each gives (MPD's `password "SECRET@read,add"`).
     public var passwords: [String: MPDPermissions] = [:]
     /// A new connection's permissions; nil: everything without passwords,

@@ -66,6 +66,8 @@ final class MPDConnection: MPDResponseSink, @unchecked Sendable {
     private var state = State.open
     private var outbox: [UInt8] = []
     private var outboxStart = 0
+    /// Bytes the writer has sent so far: a waiting stream sees progress.
+    private var sentBytes = 0
     private var threadsRunning = 0
     /// Idle: waiting for one of `idleSubscriptions`; `pendingChanges` are the
     /// changes since the last idle answer (MPD's idle_flags).
@@ -142,10 +144,26 @@ final class MPDConnection: MPDResponseSink, @unchecked Sendable {
 
     /// `MPDResponseSink`: waits (reader thread) while the client has more
     /// than `streamHighWaterBytes` unsent, then queues `bytes`; false when
-    /// the connection is closing or closed (the client went, or was dropped).
+    /// the connection is closing or closed (the client went, or was dropped),
+    /// and when the client read nothing for `stalledClientSeconds` (it is
+    /// then dropped).
     func deliver(_ bytes: [UInt8]) -> Bool {
         lock.withLock {
-            while state == .open && outbox.count - outboxStart > Self.streamHighWaterBytes { lock.wait() }
+            let stall = dispatch.configuration.stalledClientSeconds
+            var deadline = monotonicSeconds() + stall
+            var seen = sentBytes
+            while state == .open && outbox.count - outboxStart > Self.streamHighWaterBytes {
+                let left = deadline - monotonicSeconds()
+                guard left > 0 else {
+                    dropLocked()
+                    return false
+                }
+                lock.wait(seconds: left)
+                if sentBytes != seen {
+                    seen = sentBytes
+                    deadline = monotonicSeconds() + stall
+                }
+            }
             return enqueueLocked(bytes)
         }
     }
@@ -284,6 +302,7 @@ final class MPDConnection: MPDResponseSink, @unchecked Sendable {
                     return true
                 }
                 outboxStart += chunk.count
+                sentBytes &+= chunk.count
                 if outboxStart == outbox.count || outboxStart > 1 << 20 {
                     outbox.removeFirst(outboxStart)
                     outboxStart = 0
