@@ -37,12 +37,16 @@ public enum LibraryAggregation {
 
     /// `rows` sorted by bytes, groups first.
     public static func sortedRows(_ rows: Set<LibraryTagRow>) -> [LibraryTagRow] {
-        rows.sorted { a, b in
-            for (x, y) in zip(a.groups + [a.value], b.groups + [b.value]) where !x.utf8.elementsEqual(y.utf8) {
-                return LibraryText.byteLess(x, y)
-            }
-            return false
+        rows.sorted(by: byteLess)
+    }
+
+    /// True when row `a` sorts before row `b`: by bytes, groups first, then the value.
+    public static func byteLess(_ a: LibraryTagRow, _ b: LibraryTagRow) -> Bool {
+        for (x, y) in zip(a.groups, b.groups) where !x.utf8.elementsEqual(y.utf8) {
+            return LibraryText.byteLess(x, y)
         }
+        if a.groups.count != b.groups.count { return a.groups.count < b.groups.count }
+        return LibraryText.byteLess(a.value, b.value)
     }
 
     /// The number of `songs` and the sum of their known durations.
@@ -94,6 +98,12 @@ public enum LibraryAggregation {
         return keyed.sorted { $0.0 < $1.0 }.map(\.1)
     }
 
+    /// `songs`, all of one folder, in `addOrder` (no folder key to compare).
+    public static func folderOrder(_ songs: [LibrarySong]) -> [LibrarySong] {
+        guard songs.count > 1 else { return songs }
+        return songs.map { (AddKey($0, directory: nil), $0) }.sorted { $0.0 < $1.0 }.map(\.1)
+    }
+
     /// MPD's `listall` order of everything inside `top` (given: every folder,
     /// song and playlist inside it): for each folder its songs and playlists
     /// in natural order of name, then each subfolder and its contents.
@@ -122,13 +132,14 @@ public enum LibraryAggregation {
     }
 
     private struct AddKey: Comparable {
-        let directory: NaturalPathKey
+        /// nil: songs of one folder (`folderOrder`).
+        let directory: NaturalPathKey?
         let album: NaturalKey?
         let disc: Int
         let track: Int
         let name: NaturalKey
 
-        init(_ song: LibrarySong, directory: NaturalPathKey) {
+        init(_ song: LibrarySong, directory: NaturalPathKey?) {
             self.directory = directory
             album = song.first(.album).map(NaturalKey.init)
             disc = Self.number(song.first(.disc))
@@ -144,7 +155,7 @@ public enum LibraryAggregation {
         }
 
         static func < (x: Self, y: Self) -> Bool {
-            if x.directory != y.directory { return x.directory < y.directory }
+            if let a = x.directory, let b = y.directory, a != b { return a < b }
             switch (x.album, y.album) {
             case (nil, .some): return true
             case (.some, nil): return false

@@ -10,74 +10,146 @@ import HarmoniaLibrary
 extension SQLiteLibraryStore {
     // MARK: Walks
 
+    /// Songs a filter matches that are gathered, sorted and handed over at
+    /// once; past this many the folders are walked instead.
+    static let gatherLimit = 5_000
+
     public func visitSongs(matching filter: LibraryFilter, _ body: (LibrarySong) -> Bool) throws(CoreError) {
         let matcher = try LibraryFilterMatcher(filter)
         let pushdown = SQLiteFilterPushdown(filter)
+        if pushdown.narrows {
+            // An index or a text test narrows the songs: usually few, read in one pass.
+            var found: [LibrarySong] = []
+            let complete = try forEachCandidate(pushdown, matcher) { song in
+                found.append(song)
+                return found.count <= Self.gatherLimit
+            }
+            if complete {
+                for song in LibraryAggregation.addOrder(found) where !body(song) { return }
+                return
+            }
+        }
         let top = pushdown.base ?? ""
-        let topID = pushdown.narrowsByIndex ? nil : try read { db in try? Self.directoryID(top, db) }
-        guard let topID else {
-            // An index narrows the songs (or the base is a song): few, read at once.
+        guard let topID = try read({ db in try? Self.directoryID(top, db) }) else {
+            // The base is a song, or not in the library.
             for song in LibraryAggregation.addOrder(try songs(matching: filter)) where !body(song) { return }
             return
         }
         let clause = "WHERE directory_id = ?" + (pushdown.clauses.isEmpty ? "" : " AND " + pushdown.clauses.joined(separator: " AND "))
-        try walk(from: topID, songs: (clause, pushdown.values), keep: matcher.matches,
-                 order: LibraryAggregation.addOrder, playlists: false) { entry in
-            guard case .song(let song) = entry else { return true }
-            return body(song)
+        try walk(from: topID, path: top, songs: (clause, pushdown.values), playlists: false) { entry, folderSongs in
+            guard entry == nil else { return true }  // folders: only their songs are visited
+            for song in LibraryAggregation.folderOrder(folderSongs.filter(matcher.matches)) where !body(song) { return false }
+            return true
         }
     }
 
     public func visitEntries(under directory: String, _ body: (LibraryEntry) -> Bool) throws(CoreError) {
         let topID = try read { db in try Self.directoryID(directory, db) }
-        try walk(from: topID, songs: ("WHERE directory_id = ?", []), keep: { _ in true },
-                 order: { NaturalOrder.sorted($0, byName: { LibraryPathName.of($0.path) }) }, playlists: true, body)
+        try walk(from: topID, path: directory, songs: ("WHERE directory_id = ?", []), playlists: true) { entry, folderSongs in
+            if let entry { return body(entry) }
+            for song in NaturalOrder.sorted(folderSongs, byName: { LibraryPathName.of($0.path) }) where !body(.song(song)) {
+                return false
+            }
+            return true
+        }
     }
 
-    /// Depth first from the folder `topID`: each folder's songs (those
-    /// `keep` keeps, in `order`), its playlists (when `playlists`), then
-    /// each subfolder (natural order) as `.directory` followed by its
-    /// contents. The songs' statement is `songs.clause` with the folder's id
-    /// bound first. Stops when `body` returns false. Holds the reader's lock
-    /// only while one folder is read.
-    private func walk(from topID: Int64, songs: (clause: String, values: [SQLiteValue]), keep: (LibrarySong) -> Bool,
-                      order: ([LibrarySong]) -> [LibrarySong], playlists: Bool,
-                      _ body: (LibraryEntry) -> Bool) throws(CoreError) {
-        enum Item {
-            case entry(LibraryEntry)
-            case folder(Int64, LibraryDirectory)
-        }
-        var stack: [Item] = []
-        func expand(_ id: Int64) throws(CoreError) {
-            let (folders, found, lists) = try read { db in
-                var folders: [(Int64, LibraryDirectory)] = []
-                try db.withCached("SELECT id, path, modified FROM directory WHERE parent_id = ? AND id <> ?") { statement in
-                    try statement.bind([.integer(id), .integer(id)])
-                    while try statement.step() {
-                        folders.append((statement.int64(0) ?? 0,
-                                        LibraryDirectory(path: statement.text(1) ?? "", modified: statement.int64(2) ?? 0)))
-                    }
-                }
-                let found = try Self.songs(songs.clause, [.integer(id)] + songs.values, db)
-                let lists = playlists ? try Self.playlists("WHERE directory_id = ?", [.integer(id)], db) : []
-                return (folders, found, lists)
-            }
-            var items = order(found.filter(keep)).map { Item.entry(.song($0)) }
-            items += NaturalOrder.sorted(lists, byName: { LibraryPathName.of($0.path) }).map { Item.entry(.playlist($0)) }
-            items += NaturalOrder.sorted(folders, byName: { LibraryPathName.of($0.1.path) }).map { Item.folder($0.0, $0.1) }
-            stack += items.reversed()
-        }
-        try expand(topID)
-        while let item = stack.popLast() {
-            switch item {
-            case .entry(let entry):
-                guard body(entry) else { return }
-            case .folder(let id, let directory):
-                guard body(.directory(directory)) else { return }
-                try expand(id)
+    public func directory(at path: String) throws(CoreError) -> LibraryDirectory? {
+        try read { db in
+            try db.withCached("SELECT path, modified FROM directory WHERE path = ?") { row in
+                try row.bind([.text(path)])
+                return try row.step() ? LibraryDirectory(path: row.text(0) ?? "", modified: row.int64(1) ?? 0) : nil
             }
         }
     }
+
+    /// The songs the pushed-down clause selects that `matcher` matches, in
+    /// no order, in one pass under the reader's lock, until `body` returns
+    /// false. Returns false when `body` stopped it.
+    func forEachCandidate(_ pushdown: SQLiteFilterPushdown, _ matcher: LibraryFilterMatcher,
+                          _ body: (LibrarySong) -> Bool) throws(CoreError) -> Bool {
+        try read { db in
+            try db.withCached("SELECT \(SQLiteRows.songColumns) FROM song \(pushdown.whereClause)") { statement in
+                try statement.bind(pushdown.values)
+                while try statement.step() {
+                    let song = SQLiteRows.song(from: statement)
+                    if matcher.matches(song), !body(song) { return false }
+                }
+                return true
+            }
+        }
+    }
+
+    /// Depth first from the folder `topID` (at `top`): for each folder, the
+    /// folder itself as `.directory` (not the top), its songs, its playlists
+    /// (when `playlists`), then its subfolders in natural order. `body` gets
+    /// an entry, or nil and a folder's songs (the rows of `songs.clause`, the
+    /// folder's id bound first), to order and hand on; it returns false to
+    /// stop. The folder tree is read first (a row per folder); the songs are
+    /// read a run of folders at a time, each run one read transaction under
+    /// the reader's lock, so a slow client never holds it.
+    private func walk(from topID: Int64, path top: String, songs: (clause: String, values: [SQLiteValue]), playlists: Bool,
+                      _ body: (LibraryEntry?, [LibrarySong]) -> Bool) throws(CoreError) {
+        let range = SQLiteFilterPushdown.pathRange(under: top)
+        let inside = top.isEmpty ? "WHERE path <> ''" : "WHERE path >= ? AND path < ?"
+        let bounds: [SQLiteValue] = top.isEmpty ? [] : [.text(range.from), .text(range.to)]
+        let (folders, lists) = try read { db in
+            var children: [Int64: [(Int64, LibraryDirectory)]] = [:]
+            try db.withCached("SELECT id, parent_id, path, modified FROM directory \(inside)") { statement in
+                try statement.bind(bounds)
+                while try statement.step() {
+                    children[statement.int64(1) ?? 0, default: []].append(
+                        (statement.int64(0) ?? 0, LibraryDirectory(path: statement.text(2) ?? "", modified: statement.int64(3) ?? 0)))
+                }
+            }
+            var lists: [Int64: [LibraryPlaylist]] = [:]
+            if playlists {
+                try db.withCached("SELECT directory_id, path, modified FROM playlist \(top.isEmpty ? "" : inside)") { statement in
+                    try statement.bind(bounds)
+                    while try statement.step() {
+                        lists[statement.int64(0) ?? 0, default: []].append(
+                            LibraryPlaylist(path: statement.text(1) ?? "", modified: statement.int64(2) ?? 0))
+                    }
+                }
+            }
+            return (children, lists)
+        }
+        // Tree order: each folder before its contents, siblings in natural order.
+        var order: [(Int64, LibraryDirectory?)] = []
+        var stack: [(Int64, LibraryDirectory?)] = [(topID, nil)]
+        while let (id, directory) = stack.popLast() {
+            order.append((id, directory))
+            let subfolders = NaturalOrder.sorted(folders[id] ?? [], byName: { LibraryPathName.of($0.1.path) })
+            stack += subfolders.filter { $0.0 != id }.reversed().map { ($0.0, $0.1) }
+        }
+        var next = 0
+        while next < order.count {
+            // A run of folders, up to about `runSongs` songs, read together.
+            let run = try read { db in
+                try db.execute("BEGIN")
+                defer { try? db.execute("COMMIT") }
+                var run: [[LibrarySong]] = []
+                var count = 0
+                while next + run.count < order.count, count < Self.runSongs {
+                    let found = try Self.songs(songs.clause, [.integer(order[next + run.count].0)] + songs.values, db)
+                    count += found.count + 1
+                    run.append(found)
+                }
+                return run
+            }
+            for found in run {
+                let (id, directory) = order[next]
+                next += 1
+                if let directory, !body(.directory(directory), []) { return }
+                guard body(nil, found) else { return }
+                for list in NaturalOrder.sorted(lists[id] ?? [], byName: { LibraryPathName.of($0.path) })
+                where !body(.playlist(list), []) { return }
+            }
+        }
+    }
+
+    /// The songs of a run of folders read in one transaction (`walk`).
+    private static let runSongs = 2_000
 
     // MARK: Aggregates
 
@@ -111,32 +183,52 @@ extension SQLiteLibraryStore {
     public func tagValues(_ tag: LibraryTag, groupedBy groups: [LibraryTag], matching filter: LibraryFilter) throws(CoreError) -> [LibraryTagRow] {
         guard filter.isEverything else {
             var rows = Set<LibraryTagRow>()
-            try visitSongs(matching: filter) { song in
+            try forEachMatch(filter) { song in
                 LibraryAggregation.insertRows(of: song, tag, groupedBy: groups, into: &rows)
-                return true
             }
             return LibraryAggregation.sortedRows(rows)
         }
         let expressions = (groups + [tag]).map(SQLiteLibrarySchema.listExpression).joined(separator: ", ")
         return try read { db in
+            // SQLite groups on the index in byte order (BINARY): while no row
+            // holds several values or repeats one (NULL and '' are both ""),
+            // its rows are the answer as they come.
+            var sorted: [LibraryTagRow] = []
             var rows = Set<LibraryTagRow>()
             try db.withCached("SELECT \(expressions) FROM song GROUP BY \(expressions)") { statement in
                 while try statement.step() {
                     let lists = (0...groups.count).map { SQLiteRows.values(statement.text(Int32($0))) ?? [""] }
+                    if rows.isEmpty, lists.allSatisfy({ $0.count == 1 }) {
+                        let row = LibraryTagRow(groups: lists.dropLast().map { $0[0] }, value: lists[groups.count][0])
+                        if sorted.last.map({ LibraryAggregation.byteLess($0, row) }) ?? true {
+                            sorted.append(row)
+                            continue
+                        }
+                    }
+                    if rows.isEmpty { rows.formUnion(sorted) }
                     LibraryAggregation.insertRows(lists, into: &rows)
                 }
             }
-            return LibraryAggregation.sortedRows(rows)
+            return rows.isEmpty ? sorted : LibraryAggregation.sortedRows(rows)
+        }
+    }
+
+    /// Hands each song `filter` matches to `body`, in no order, in one pass
+    /// (aggregates: what SQL can narrow is narrowed there).
+    private func forEachMatch(_ filter: LibraryFilter, _ body: (LibrarySong) -> Void) throws(CoreError) {
+        let matcher = try LibraryFilterMatcher(filter)
+        _ = try forEachCandidate(SQLiteFilterPushdown(filter), matcher) { song in
+            body(song)
+            return true
         }
     }
 
     public func count(matching filter: LibraryFilter) throws(CoreError) -> LibraryCount {
         guard filter.isEverything else {
             var total = LibraryCount()
-            try visitSongs(matching: filter) { song in
+            try forEachMatch(filter) { song in
                 total.songs += 1
                 total.playtime += SQLiteRows.seconds(song.duration)
-                return true
             }
             return total
         }
@@ -161,10 +253,7 @@ extension SQLiteLibraryStore {
                 }
             }
         } else {
-            try visitSongs(matching: filter) { song in
-                add(song.values(of: tag), 1, SQLiteRows.seconds(song.duration))
-                return true
-            }
+            try forEachMatch(filter) { song in add(song.values(of: tag), 1, SQLiteRows.seconds(song.duration)) }
         }
         return groups.map { LibraryGroupCount(value: $0.key, count: $0.value) }.sorted { LibraryText.byteLess($0.value, $1.value) }
     }

@@ -77,6 +77,14 @@ enum SQLiteLibrarySchema {
         CREATE INDEX song_genre_several ON song(id) WHERE instr(genre, char(31)) > 0;
         CREATE INDEX song_date_several ON song(id) WHERE instr(date, char(31)) > 0;
         """,
+        // 4: the mark of a song holding a character whose Unicode case
+        // folding is ASCII ("ß" → "ss"), so that a folded text search tests
+        // those rows spelled out and the others with LIKE alone
+        // (SQLiteFilterPushdown).
+        """
+        ALTER TABLE song ADD COLUMN folds_to_ascii INTEGER NOT NULL DEFAULT 0;
+        UPDATE song SET folds_to_ascii = 1 WHERE \(SQLiteFilterPushdown.foldsToASCIICondition);
+        """,
     ]
 
     /// Tags with an index on their column (and on the rows holding several

@@ -210,8 +210,8 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
 
     /// Inserts a song, or replaces the one at its path.
     private static let upsertSongSQL: String = {
-        let columns = SQLiteRows.songColumns
-        let placeholders = Array(repeating: "?", count: 5 + LibraryTag.allCases.count).joined(separator: ", ")
+        let columns = SQLiteRows.writtenSongColumns
+        let placeholders = Array(repeating: "?", count: 6 + LibraryTag.allCases.count).joined(separator: ", ")
         let updates = columns.split(separator: ",").map { $0.trimmingWhitespaceForSQL }.filter { $0 != "path" }
             .map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
         return """
@@ -346,8 +346,8 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
 /// The last component of a path.
 enum LibraryPathName {
     static func of(_ path: String) -> String {
-        guard let slash = path.lastIndex(of: "/") else { return path }
-        return String(path[path.index(after: slash)...])
+        guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return path }
+        return String(path[path.utf8.index(after: slash)...])
     }
 }
 

@@ -31,7 +31,7 @@ enum SQLiteRows {
     }
 
     static func song(from row: SQLiteStatement) -> LibrarySong {
-        var tags: [LibraryTag: [String]] = [:]
+        var tags = [LibraryTag: [String]](minimumCapacity: 10)
         for (offset, tag) in LibraryTag.allCases.enumerated() {
             if let values = values(row.text(Int32(5 + offset))) { tags[tag] = values }
         }
@@ -39,11 +39,16 @@ enum SQLiteRows {
                            tags: tags, duration: duration(row.double(3)), format: row.text(4))
     }
 
-    /// The values bound by `SQLiteLibraryStore.upsertSong` after the folder id.
+    /// The values of `writtenSongColumns`, bound by `SQLiteLibraryStore.upsertSong` after the folder id.
     static func songValues(_ song: LibrarySong) -> [SQLiteValue] {
         [.text(song.path), .integer(song.modified), .integer(max(0, song.size)), SQLiteValue(duration(song.duration)),
          SQLiteValue(song.format)] + LibraryTag.allCases.map { SQLiteValue(columnText(song.tags[$0])) }
+            + [.integer(SQLiteFilterPushdown.foldsToASCII(song) ? 1 : 0)]
     }
+
+    /// The song columns `songValues` writes: `songColumns`, then the mark of
+    /// a row holding characters whose case folding is ASCII (SQLiteFilterPushdown).
+    static let writtenSongColumns = songColumns + ", folds_to_ascii"
 
     /// `value` when it is a finite, non-negative number of seconds, else nil.
     static func duration(_ value: Double?) -> Double? {
@@ -70,6 +75,9 @@ struct SQLiteFilterPushdown {
     private(set) var values: [SQLiteValue] = []
     /// A clause is an index lookup (an exact path or indexed tag): few rows.
     private(set) var narrowsByIndex = false
+    /// A clause is an index lookup or a text test (`LIKE`): usually few rows.
+    var narrows: Bool { narrowsByIndex || tested }
+    private var tested = false
     /// The first top-level `base` folder, if any.
     private(set) var base: String?
 
@@ -113,10 +121,76 @@ struct SQLiteFilterPushdown {
         case .tag(let tag, let match) where Self.isExact(match):
             clauses.append(Self.holds(SQLiteLibrarySchema.column(tag)))
             values += [.text(match.value), .text(match.value)]
+        case .tag(let tag, let match):
+            // AlbumArtist falls back to Artist: either may hold the text.
+            addTextTest(match, columns: tag == .albumArtist ? ["album_artist", "artist"] : [SQLiteLibrarySchema.column(tag)])
+        case .anyTag(let match):
+            addTextTest(match, columns: LibraryTag.allCases.map(SQLiteLibrarySchema.column))
         default:
             break
         }
     }
+
+    /// For a match that needs the value to hold the needle's text (`==`,
+    /// `contains`, `starts_with`; folded or not; not negated), a clause
+    /// keeping the songs where one of `columns` may hold it: `LIKE`
+    /// (ASCII case folded) on the column, or, for a row holding one of the
+    /// characters whose Unicode case folding gives letters of the needle
+    /// ("ß" → "ss" for "sun"; `foldedToASCII`), on the column with those
+    /// spelled out. Only for a needle of ASCII (folded: ASCII lowercased).
+    private mutating func addTextTest(_ match: TagMatch, columns: [String]) {
+        guard match.operation != .regex, !match.negated, !match.value.isEmpty, match.value.utf8.count <= Self.maxNeedleBytes,
+              match.value.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else { return }
+        let pattern = "%" + String(match.value.flatMap { "%_\\".contains($0) ? ["\\", $0] : [$0] }) + "%"
+        // Only the characters giving a letter of the needle can take part in a match.
+        let letters = Set(match.value.lowercased())
+        let relevant = Self.foldedToASCII.filter { !letters.isDisjoint(with: $0.folded) }
+        // Rows holding such characters are marked (`folds_to_ascii`, schema version 4).
+        let plain = columns.map { "\($0) LIKE ? ESCAPE '\\'" }
+        values += columns.map { _ in .text(pattern) }
+        guard !relevant.isEmpty else {
+            clauses.append("(" + plain.joined(separator: " OR ") + ")")
+            tested = true
+            return
+        }
+        let spelled = columns.map { column in
+            relevant.reduce(column) { "replace(\($0), '\($1.character)', '\($1.folded)')" } + " LIKE ? ESCAPE '\\'"
+        }
+        values += columns.map { _ in .text(pattern) }
+        clauses.append("(" + plain.joined(separator: " OR ") + " OR (folds_to_ascii <> 0 AND (" + spelled.joined(separator: " OR ") + ")))")
+        tested = true
+    }
+
+    /// The characters whose Unicode full case folding (`LibraryText.fold`)
+    /// holds an ASCII character, with that folding: every such scalar
+    /// (LibraryTextTests checks them all).
+    static let foldedToASCII: [(character: String, folded: String)] = [
+        ("\u{DF}", "ss"), ("\u{149}", "\u{2BC}n"), ("\u{17F}", "s"), ("\u{1E9A}", "a\u{2BE}"), ("\u{1E9E}", "ss"),
+        ("\u{212A}", "k"), ("\u{FB00}", "ff"), ("\u{FB01}", "fi"), ("\u{FB02}", "fl"), ("\u{FB03}", "ffi"),
+        ("\u{FB04}", "ffl"), ("\u{FB05}", "st"), ("\u{FB06}", "st"),
+    ]
+
+    /// True when one of `song`'s values holds a character of `foldedToASCII`.
+    static func foldsToASCII(_ song: LibrarySong) -> Bool {
+        song.tags.values.contains { values in
+            values.contains { value in
+                value.utf8.contains { $0 >= 0xC3 } && value.unicodeScalars.contains { foldingScalars.contains($0) }
+            }
+        }
+    }
+
+    /// The SQL condition of a row holding a character of `foldedToASCII`
+    /// (schema version 4 computes the mark of existing rows with it).
+    static var foldsToASCIICondition: String {
+        LibraryTag.allCases.map(SQLiteLibrarySchema.column).flatMap { column in
+            foldedToASCII.map { "instr(\(column), '\($0.character)') > 0" }
+        }.joined(separator: " OR ")
+    }
+
+    private static let foldingScalars = Set(foldedToASCII.flatMap(\.character.unicodeScalars))
+
+    /// A longer needle is tested in Swift only (SQLite limits LIKE patterns).
+    private static let maxNeedleBytes = 1_000
 
     /// A column equal to the bound value, or holding several values (one of
     /// which may equal it: Swift decides). Binds two values.

@@ -105,7 +105,7 @@ public struct MPDDatabaseCommands: MPDCommandGroup {
         } catch {
             throw MPDError(error)
         }
-        for song in Self.walkOrder(listing.songs) where !writer.isFull { writer.appendSong(song) }
+        for song in LibraryAggregation.folderOrder(listing.songs) where !writer.isFull { writer.appendSong(song) }
         for playlist in listing.playlists where !writer.isFull { appendPlaylist(playlist, full: true, into: &writer) }
         for directory in listing.directories where !writer.isFull { appendDirectory(directory, full: true, into: &writer) }
         if uri.isEmpty, let storedPlaylists {
@@ -132,7 +132,7 @@ public struct MPDDatabaseCommands: MPDCommandGroup {
         // and are printed in MPD's order.
         var run: [LibrarySong] = []
         func printRun(_ writer: inout MPDResponseWriter) {
-            for song in Self.walkOrder(run) where !writer.isFull {
+            for song in LibraryAggregation.folderOrder(run) where !writer.isFull {
                 if full { writer.appendSong(song) } else { writer.append("file", song.path) }
             }
             run.removeAll(keepingCapacity: true)
@@ -156,25 +156,9 @@ public struct MPDDatabaseCommands: MPDCommandGroup {
         printRun(&writer)
     }
 
-    /// The folder record at `path` (its modification time from its parent's
-    /// listing, -1 when only the folder's own row is found); nil when the
-    /// library has no such folder.
+    /// The folder record at `path`; nil when the library has no such folder.
     private func existingDirectory(at path: String) throws(MPDError) -> LibraryDirectory? {
-        do {
-            _ = try library.store.stamps(of: path)
-        } catch where error.category == .notFound {
-            return nil
-        } catch {
-            throw MPDError(error)
-        }
-        return try directory(at: path)
-    }
-
-    /// The folder record at `path` (its modification time comes from its parent's listing).
-    private func directory(at path: String) throws(MPDError) -> LibraryDirectory {
-        let parent = LibraryDirectory(path: path, modified: 0).parent ?? ""
-        let listing = try mapped { () throws(CoreError) in try library.store.listing(of: parent) }
-        return listing.directories.first { $0.path.utf8.elementsEqual(path.utf8) } ?? LibraryDirectory(path: path, modified: -1)
+        try mapped { () throws(CoreError) in try library.store.directory(at: path) }
     }
 
     /// The song at `uri`, or nil; nil without asking the store for a path no

@@ -172,14 +172,8 @@ extension MPDDatabaseCommands {
     func checkBase(_ filter: LibraryFilter) throws(MPDError) {
         guard let base = Self.firstBase(filter), !base.isEmpty else { return }
         if MPDFilterParser.isSafeLocalURI(base) {
-            do {
-                _ = try library.store.listing(of: base)
-                return
-            } catch where error.category == .notFound {
-                if try mapped({ () throws(CoreError) in try library.store.song(at: base) }) != nil { return }
-            } catch {
-                throw MPDError(error)
-            }
+            if try mapped({ () throws(CoreError) in try library.store.directory(at: base) }) != nil { return }
+            if try mapped({ () throws(CoreError) in try library.store.song(at: base) }) != nil { return }
         }
         throw .noSuchDirectory
     }
