@@ -80,8 +80,11 @@ enum SQLiteLibrarySchema {
         // 4: the mark of a song holding a character whose Unicode case
         // folding is ASCII ("ß" → "ss"), so that a folded text search tests
         // those rows spelled out and the others with LIKE alone
-        // (SQLiteFilterPushdown).
+        // (SQLiteFilterPushdown). The index of AlbumArtist alone goes: every
+        // query takes AlbumArtist with its Artist fallback, on
+        // song_effective_album_artist.
         """
+        DROP INDEX song_album_artist;
         ALTER TABLE song ADD COLUMN folds_to_ascii INTEGER NOT NULL DEFAULT 0;
         UPDATE song SET folds_to_ascii = 1 WHERE \(SQLiteFilterPushdown.foldsToASCIICondition);
         """,

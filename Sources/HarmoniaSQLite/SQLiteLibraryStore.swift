@@ -34,6 +34,8 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
         self.file = file
         do {
             let writer = try SQLiteConnection.openWAL(file: file, what: "library database")
+            // A scan's batches grow the WAL; past a checkpoint it is cut back to this.
+            try writer.execute("PRAGMA journal_size_limit = \(Self.walSizeLimit)")
             try SQLiteLibrarySchema.migrate(writer)
             let reader = try SQLiteConnection(file: file, readOnly: false)
             try reader.execute("PRAGMA query_only = ON")
@@ -234,6 +236,9 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
         try write { db in try db.prepare("DELETE FROM playlist WHERE path = ?").run([.text(path)]) }
     }
 
+    /// Also folds the WAL into the database and empties it (when no read is
+    /// under way; else the next checkpoint does), so that a finished scan
+    /// leaves no WAL behind it.
     public func markUpdateComplete(at time: Int64) throws(CoreError) {
         try write { db in
             try db.prepare("""
@@ -241,7 +246,14 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
                 ON CONFLICT(key) DO UPDATE SET value = excluded.value
                 """).run([.integer(time)])
         }
+        writerLock.withLock {
+            guard !batchOpen, let writer else { return }
+            try? writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        }
     }
+
+    /// Bytes the WAL is cut back to after a checkpoint (`journal_size_limit`).
+    static let walSizeLimit = 4 << 20
 
     public func close() {
         writerLock.withLock {
