@@ -121,13 +121,39 @@ struct SQLiteFilterPushdown {
         case .tag(let tag, let match) where Self.isExact(match):
             clauses.append(Self.holds(SQLiteLibrarySchema.column(tag)))
             values += [.text(match.value), .text(match.value)]
-        case .tag(let tag, let match):
-            // AlbumArtist falls back to Artist: either may hold the text.
-            addTextTest(match, columns: tag == .albumArtist ? ["album_artist", "artist"] : [SQLiteLibrarySchema.column(tag)])
-        case .anyTag(let match):
-            addTextTest(match, columns: LibraryTag.allCases.map(SQLiteLibrarySchema.column))
+        case .tag, .anyTag, .file:
+            guard let test = Self.textTest(filter) else { break }
+            clauses.append(test.clause)
+            values += test.values
+            tested = true
+        case .not(.and(let parts)) where !parts.isEmpty:
+            // NOT (NOT a AND NOT b …) = a OR b …: narrowed when each is a text test.
+            let tests = parts.compactMap { part -> (clause: String, values: [SQLiteValue])? in
+                guard case .not(let inner) = part else { return nil }
+                return Self.textTest(inner)
+            }
+            guard tests.count == parts.count else { break }
+            clauses.append("(" + tests.map(\.clause).joined(separator: " OR ") + ")")
+            values += tests.flatMap(\.values)
+            tested = true
         default:
             break
+        }
+    }
+
+    /// The text test of a tag (AlbumArtist: and Artist, its fallback),
+    /// of any tag, or of the path (`textTest(_:columns:marked:)`); nil for
+    /// any other filter, or a match it cannot narrow.
+    private static func textTest(_ filter: LibraryFilter) -> (clause: String, values: [SQLiteValue])? {
+        switch filter {
+        case .tag(let tag, let match):
+            textTest(match, columns: tag == .albumArtist ? ["album_artist", "artist"] : [SQLiteLibrarySchema.column(tag)], marked: true)
+        case .anyTag(let match):
+            textTest(match, columns: LibraryTag.allCases.map(SQLiteLibrarySchema.column), marked: true)
+        case .file(let match):
+            textTest(match, columns: ["path"], marked: false)
+        default:
+            nil
         }
     }
 
@@ -137,33 +163,31 @@ struct SQLiteFilterPushdown {
     /// (ASCII case folded) on the column, or, for a row holding one of the
     /// characters whose Unicode case folding gives letters of the needle
     /// ("ß" → "ss" for "sun"; `foldedToASCII`), on the column with those
-    /// spelled out. Only for a needle of ASCII (folded: ASCII lowercased).
-    private mutating func addTextTest(_ match: TagMatch, columns: [String]) {
-        guard match.operation != .regex, !match.negated, !match.value.isEmpty, match.value.utf8.count <= Self.maxNeedleBytes,
-              match.value.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else { return }
-        let pattern = "%" + String(match.value.flatMap { "%_\\".contains($0) ? ["\\", $0] : [$0] }) + "%"
+    /// spelled out. Such rows are those marked `folds_to_ascii` (tag
+    /// columns, `marked`; schema version 4), else those where `instr` finds
+    /// one. Only for a needle of printable ASCII (folded: ASCII lowercased).
+    private static func textTest(_ match: TagMatch, columns: [String], marked: Bool) -> (clause: String, values: [SQLiteValue])? {
+        guard match.operation != .regex, !match.negated, !match.value.isEmpty, match.value.utf8.count <= maxNeedleBytes,
+              match.value.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else { return nil }
+        let pattern = SQLiteValue.text("%" + String(match.value.flatMap { "%_\\".contains($0) ? ["\\", $0] : [$0] }) + "%")
         // Only the characters giving a letter of the needle can take part in a match.
         let letters = Set(match.value.lowercased())
-        let relevant = Self.foldedToASCII.filter { !letters.isDisjoint(with: $0.folded) }
-        // Rows holding such characters are marked (`folds_to_ascii`, schema version 4).
+        let relevant = foldedToASCII.filter { !letters.isDisjoint(with: $0.folded) }
         let plain = columns.map { "\($0) LIKE ? ESCAPE '\\'" }
-        values += columns.map { _ in .text(pattern) }
         guard !relevant.isEmpty else {
-            clauses.append("(" + plain.joined(separator: " OR ") + ")")
-            tested = true
-            return
+            return ("(" + plain.joined(separator: " OR ") + ")", columns.map { _ in pattern })
         }
         let spelled = columns.map { column in
-            relevant.reduce(column) { "replace(\($0), '\($1.character)', '\($1.folded)')" } + " LIKE ? ESCAPE '\\'"
+            let holds = marked ? "" : "(" + relevant.map { "instr(\(column), '\($0.character)')" }.joined(separator: " OR ") + ") AND "
+            return holds + relevant.reduce(column) { "replace(\($0), '\($1.character)', '\($1.folded)')" } + " LIKE ? ESCAPE '\\'"
         }
-        values += columns.map { _ in .text(pattern) }
-        clauses.append("(" + plain.joined(separator: " OR ") + " OR (folds_to_ascii <> 0 AND (" + spelled.joined(separator: " OR ") + ")))")
-        tested = true
+        let special = (marked ? "folds_to_ascii <> 0 AND " : "") + "(" + spelled.joined(separator: " OR ") + ")"
+        return ("(" + plain.joined(separator: " OR ") + " OR (" + special + "))", Array(repeating: pattern, count: 2 * columns.count))
     }
 
     /// The characters whose Unicode full case folding (`LibraryText.fold`)
     /// holds an ASCII character, with that folding: every such scalar
-    /// (LibraryTextTests checks them all).
+    /// (SQLiteLibraryStoreTests checks them all).
     static let foldedToASCII: [(character: String, folded: String)] = [
         ("\u{DF}", "ss"), ("\u{149}", "\u{2BC}n"), ("\u{17F}", "s"), ("\u{1E9A}", "a\u{2BE}"), ("\u{1E9E}", "ss"),
         ("\u{212A}", "k"), ("\u{FB00}", "ff"), ("\u{FB01}", "fi"), ("\u{FB02}", "fl"), ("\u{FB03}", "ffi"),

@@ -139,6 +139,7 @@ import Testing
         LibrarySong(path: "F/02.flac", modified: 1, size: 1, tags: [.album: ["\u{FB01}re \u{FB06}one"], .artist: ["A", "Bo\u{17F}"]]),
         LibrarySong(path: "F/03.flac", modified: 1, size: 1, tags: [.title: ["100%_done"], .albumArtist: ["MASSIVE"]]),
         LibrarySong(path: "F/04.flac", modified: 1, size: 1, tags: [.artist: ["Cafe\u{301}"], .comment: ["plain"]]),
+        LibrarySong(path: "F/Gro\u{DF}e \u{FB01}le.flac", modified: 1, size: 1, tags: [.title: ["untitled"]]),
     ]
 
     @Test func foldedTextSearchesNarrowedBySQLFindWhatTheFilterFinds() throws {
@@ -152,7 +153,8 @@ import Testing
         for needle in ["ss", "SS", "k", "fi", "st", "sst", "s", "100%", "%", "_", "0%_d", "cafe", "plain", "e", "zz"] {
             for match in [TagMatch(.contains, needle, foldCase: true), TagMatch(.startsWith, needle, foldCase: true),
                           TagMatch(.equals, needle, foldCase: true), TagMatch(.contains, needle)] {
-                for filter in [LibraryFilter.anyTag(match), .tag(.artist, match), .tag(.albumArtist, match)] {
+                for filter in [LibraryFilter.anyTag(match), .tag(.artist, match), .tag(.albumArtist, match), .file(match),
+                               .not(.and([.not(.anyTag(match)), .not(.file(match))]))] {
                     let expected = Set(all.filter(filter.matches).map(\.path))
                     #expect(Set(try sqlite.songs(matching: filter).map(\.path)) == expected, "\(filter)")
                     var visited: [String] = []
