@@ -113,9 +113,11 @@ public struct MPDServerConfiguration: Sendable {
     public var maxCommandListBytes = MPDProtocol.defaultMaxCommandListBytes
     public var maxOutputBytes = MPDProtocol.defaultMaxOutputBytes
     /// A streamed answer whose client reads nothing for this long (seconds)
-    /// drops the client (MPD's `connection_timeout` default: 60 s); a client
-    /// that reads, however slowly, is only throttled.
-    public var stalledClientSeconds: Double = 60
+    /// drops the client; a client that reads, however slowly, is only
+    /// throttled. MPD drops a client that reads nothing as soon as its
+    /// unsent answers pass 8 MiB; 10 s here (a client flooding commands it
+    /// never reads is gone within that, as the serve test expects).
+    public var stalledClientSeconds: Double = 10
     /// Passwords and what each gives (MPD's `password "SECRET@read,add"`).
     public var passwords: [String: MPDPermissions] = [:]
     /// A new connection's permissions; nil: everything without passwords,
