@@ -99,9 +99,20 @@ public enum LibraryAggregation {
     }
 
     /// `songs`, all of one folder, in `addOrder` (no folder key to compare).
-    public static func folderOrder(_ songs: [LibrarySong]) -> [LibrarySong] {
+    /// `namesInOrder`: `songs` are already in natural order of file name (a
+    /// listing's), so a song's place stands for its name's key.
+    public static func folderOrder(_ songs: [LibrarySong], namesInOrder: Bool = false) -> [LibrarySong] {
         guard songs.count > 1 else { return songs }
-        return songs.map { (AddKey($0, directory: nil), $0) }.sorted { $0.0 < $1.0 }.map(\.1)
+        var albums: [String: NaturalKey] = [:]  // a folder's songs mostly share one album
+        return songs.enumerated().map { offset, song in
+            let album = song.first(.album).map { text in
+                if let key = albums[text] { return key }
+                let key = NaturalKey(text)
+                albums[text] = key
+                return key
+            }
+            return (AddKey(song, directory: nil, album: album, rank: namesInOrder ? offset : nil), song)
+        }.sorted { $0.0 < $1.0 }.map(\.1)
     }
 
     /// MPD's `listall` order of everything inside `top` (given: every folder,
@@ -137,14 +148,21 @@ public enum LibraryAggregation {
         let album: NaturalKey?
         let disc: Int
         let track: Int
-        let name: NaturalKey
+        /// The file name's key, or (songs given in natural order of name) its place.
+        let name: NaturalKey?
+        let rank: Int
 
         init(_ song: LibrarySong, directory: NaturalPathKey?) {
+            self.init(song, directory: directory, album: song.first(.album).map(NaturalKey.init), rank: nil)
+        }
+
+        init(_ song: LibrarySong, directory: NaturalPathKey?, album: NaturalKey?, rank: Int?) {
             self.directory = directory
-            album = song.first(.album).map(NaturalKey.init)
+            self.album = album
             disc = Self.number(song.first(.disc))
             track = Self.number(song.first(.track))
-            name = NaturalKey(LibraryPath.name(song.path))
+            name = rank == nil ? NaturalKey(LibraryPath.name(song.path)) : nil
+            self.rank = rank ?? 0
         }
 
         /// MPD's `strtol`: the leading digits, 0 when none or not positive.
@@ -164,11 +182,13 @@ public enum LibraryAggregation {
             }
             if x.disc != y.disc { return x.disc < y.disc }
             if x.track != y.track { return x.track < y.track }
-            return x.name < y.name
+            if let a = x.name, let b = y.name { return a < b }
+            return x.rank < y.rank
         }
 
         static func == (x: Self, y: Self) -> Bool {
             x.directory == y.directory && x.album == y.album && x.disc == y.disc && x.track == y.track && x.name == y.name
+                && x.rank == y.rank
         }
     }
 }

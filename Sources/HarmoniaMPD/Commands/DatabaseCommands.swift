@@ -105,7 +105,7 @@ public struct MPDDatabaseCommands: MPDCommandGroup {
         } catch {
             throw MPDError(error)
         }
-        for song in LibraryAggregation.folderOrder(listing.songs) where !writer.isFull { writer.appendSong(song) }
+        for song in LibraryAggregation.folderOrder(listing.songs, namesInOrder: true) where !writer.isFull { writer.appendSong(song) }
         for playlist in listing.playlists where !writer.isFull { appendPlaylist(playlist, full: true, into: &writer) }
         for directory in listing.directories where !writer.isFull { appendDirectory(directory, full: true, into: &writer) }
         if uri.isEmpty, let storedPlaylists {
@@ -132,7 +132,7 @@ public struct MPDDatabaseCommands: MPDCommandGroup {
         // and are printed in MPD's order.
         var run: [LibrarySong] = []
         func printRun(_ writer: inout MPDResponseWriter) {
-            for song in LibraryAggregation.folderOrder(run) where !writer.isFull {
+            for song in LibraryAggregation.folderOrder(run, namesInOrder: true) where !writer.isFull {
                 if full { writer.appendSong(song) } else { writer.append("file", song.path) }
             }
             run.removeAll(keepingCapacity: true)
