@@ -82,9 +82,14 @@ enum SQLiteLibrarySchema {
         // those rows spelled out and the others with LIKE alone
         // (SQLiteFilterPushdown). The index of AlbumArtist alone goes: every
         // query takes AlbumArtist with its Artist fallback, on
-        // song_effective_album_artist.
+        // song_effective_album_artist, which now also holds the two columns
+        // its expression reads, so that `list album group albumartist` is
+        // answered from the index alone (SQLite 3.40 reads an expression
+        // index's rows in the table otherwise).
         """
         DROP INDEX song_album_artist;
+        DROP INDEX song_effective_album_artist;
+        CREATE INDEX song_effective_album_artist ON song(coalesce(album_artist, artist), album, album_artist, artist);
         ALTER TABLE song ADD COLUMN folds_to_ascii INTEGER NOT NULL DEFAULT 0;
         UPDATE song SET folds_to_ascii = 1 WHERE \(SQLiteFilterPushdown.foldsToASCIICondition);
         """,
