@@ -11,21 +11,42 @@ public enum LibraryAggregation {
     public static func tagValues(_ tag: LibraryTag, groupedBy groups: [LibraryTag],
                                  in songs: [LibrarySong]) -> [LibraryTagRow] {
         var rows = Set<LibraryTagRow>()
-        for song in songs {
-            var combinations: [[String]] = [[]]
-            for group in groups {
-                combinations = combinations.flatMap { prefix in song.values(of: group).map { prefix + [$0] } }
-            }
-            for groupValues in combinations {
-                for value in song.values(of: tag) { rows.insert(LibraryTagRow(groups: groupValues, value: value)) }
-            }
+        for song in songs { insertRows(of: song, tag, groupedBy: groups, into: &rows) }
+        return sortedRows(rows)
+    }
+
+    /// Adds the rows of one song (`tagValues`) to `rows`.
+    public static func insertRows(of song: LibrarySong, _ tag: LibraryTag, groupedBy groups: [LibraryTag],
+                                  into rows: inout Set<LibraryTagRow>) {
+        insertRows((groups + [tag]).map { song.values(of: $0) }, into: &rows)
+    }
+
+    /// Adds the rows of one song given its values (never empty: [""] for
+    /// a tag it lacks) of each group, outermost first, then of the tag:
+    /// every combination.
+    public static func insertRows(_ lists: [[String]], into rows: inout Set<LibraryTagRow>) {
+        guard let values = lists.last else { return }
+        var combinations: [[String]] = [[]]
+        for group in lists.dropLast() {
+            combinations = combinations.flatMap { prefix in group.map { prefix + [$0] } }
         }
-        return rows.sorted { a, b in
-            for (x, y) in zip(a.groups + [a.value], b.groups + [b.value]) where !x.utf8.elementsEqual(y.utf8) {
-                return LibraryText.byteLess(x, y)
-            }
-            return false
+        for groupValues in combinations {
+            for value in values { rows.insert(LibraryTagRow(groups: groupValues, value: value)) }
         }
+    }
+
+    /// `rows` sorted by bytes, groups first.
+    public static func sortedRows(_ rows: Set<LibraryTagRow>) -> [LibraryTagRow] {
+        rows.sorted(by: byteLess)
+    }
+
+    /// True when row `a` sorts before row `b`: by bytes, groups first, then the value.
+    public static func byteLess(_ a: LibraryTagRow, _ b: LibraryTagRow) -> Bool {
+        for (x, y) in zip(a.groups, b.groups) where !x.utf8.elementsEqual(y.utf8) {
+            return LibraryText.byteLess(x, y)
+        }
+        if a.groups.count != b.groups.count { return a.groups.count < b.groups.count }
+        return LibraryText.byteLess(a.value, b.value)
     }
 
     /// The number of `songs` and the sum of their known durations.
@@ -66,8 +87,32 @@ public enum LibraryAggregation {
     /// without one first), Disc, Track (absent or not a positive number
     /// first), then file name, text compared in natural order.
     public static func addOrder(_ songs: [LibrarySong]) -> [LibrarySong] {
-        let keyed = songs.map { (AddKey($0), $0) }
+        // Songs of one folder share its key: made once per folder.
+        var folders: [String: NaturalPathKey] = [:]
+        let keyed = songs.map { song in
+            let directory = song.directory
+            let key = folders[directory] ?? NaturalPathKey(directory)
+            folders[directory] = key
+            return (AddKey(song, directory: key), song)
+        }
         return keyed.sorted { $0.0 < $1.0 }.map(\.1)
+    }
+
+    /// `songs`, all of one folder, in `addOrder` (no folder key to compare).
+    /// `namesInOrder`: `songs` are already in natural order of file name (a
+    /// listing's), so a song's place stands for its name's key.
+    public static func folderOrder(_ songs: [LibrarySong], namesInOrder: Bool = false) -> [LibrarySong] {
+        guard songs.count > 1 else { return songs }
+        var albums: [String: NaturalKey] = [:]  // a folder's songs mostly share one album
+        return songs.enumerated().map { offset, song in
+            let album = song.first(.album).map { text in
+                if let key = albums[text] { return key }
+                let key = NaturalKey(text)
+                albums[text] = key
+                return key
+            }
+            return (AddKey(song, directory: nil, album: album, rank: namesInOrder ? offset : nil), song)
+        }.sorted { $0.0 < $1.0 }.map(\.1)
     }
 
     /// MPD's `listall` order of everything inside `top` (given: every folder,
@@ -98,18 +143,26 @@ public enum LibraryAggregation {
     }
 
     private struct AddKey: Comparable {
-        let directory: NaturalPathKey
+        /// nil: songs of one folder (`folderOrder`).
+        let directory: NaturalPathKey?
         let album: NaturalKey?
         let disc: Int
         let track: Int
-        let name: NaturalKey
+        /// The file name's key, or (songs given in natural order of name) its place.
+        let name: NaturalKey?
+        let rank: Int
 
-        init(_ song: LibrarySong) {
-            directory = NaturalPathKey(song.directory)
-            album = song.first(.album).map(NaturalKey.init)
+        init(_ song: LibrarySong, directory: NaturalPathKey?) {
+            self.init(song, directory: directory, album: song.first(.album).map(NaturalKey.init), rank: nil)
+        }
+
+        init(_ song: LibrarySong, directory: NaturalPathKey?, album: NaturalKey?, rank: Int?) {
+            self.directory = directory
+            self.album = album
             disc = Self.number(song.first(.disc))
             track = Self.number(song.first(.track))
-            name = NaturalKey(LibraryPath.name(song.path))
+            name = rank == nil ? NaturalKey(LibraryPath.name(song.path)) : nil
+            self.rank = rank ?? 0
         }
 
         /// MPD's `strtol`: the leading digits, 0 when none or not positive.
@@ -120,7 +173,7 @@ public enum LibraryAggregation {
         }
 
         static func < (x: Self, y: Self) -> Bool {
-            if x.directory != y.directory { return x.directory < y.directory }
+            if let a = x.directory, let b = y.directory, a != b { return a < b }
             switch (x.album, y.album) {
             case (nil, .some): return true
             case (.some, nil): return false
@@ -129,11 +182,13 @@ public enum LibraryAggregation {
             }
             if x.disc != y.disc { return x.disc < y.disc }
             if x.track != y.track { return x.track < y.track }
-            return x.name < y.name
+            if let a = x.name, let b = y.name { return a < b }
+            return x.rank < y.rank
         }
 
         static func == (x: Self, y: Self) -> Bool {
             x.directory == y.directory && x.album == y.album && x.disc == y.disc && x.track == y.track && x.name == y.name
+                && x.rank == y.rank
         }
     }
 }

@@ -128,7 +128,7 @@ private struct TextTest: Sendable {
         switch operation {
         // Exact: bytes, as MPD's `find` (and SQL's `=`); folded: Characters.
         case .equals: return foldCase ? text == needle : text.utf8.elementsEqual(needle.utf8)
-        case .contains: return needle.isEmpty || text.firstRange(of: needle) != nil
+        case .contains: return LibraryText.contains(text, needle)
         case .startsWith: return text.hasPrefix(needle)
         case .regex: return false  // not reached: regex is set for .regex
         }
@@ -163,7 +163,43 @@ public enum LibraryText {
     /// folding: "Straße" → "strasse", "ΣΊΣΥΦΟΣ" → "σίσυφοσ"), accents kept:
     /// what MPD 0.23 gets from ICU's `u_strFoldCase`.
     public static func fold(_ text: String) -> String {
-        text.folding(options: [.caseInsensitive], locale: nil)
+        if let lowered = asciiLowercased(text) { return lowered }
+        return text.folding(options: [.caseInsensitive], locale: nil)
+    }
+
+    /// `text` lowercased when it is all printable ASCII (where case folding
+    /// is lowercasing, and a Character is a byte); nil otherwise.
+    static func asciiLowercased(_ text: String) -> String? {
+        var text = text
+        return text.withUTF8 { bytes -> String? in
+            guard bytes.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else { return nil }
+            guard bytes.contains(where: { $0 >= 0x41 && $0 <= 0x5A }) else { return String(decoding: bytes, as: UTF8.self) }
+            return String(unsafeUninitializedCapacity: bytes.count) { out in
+                for (i, byte) in bytes.enumerated() { out[i] = byte >= 0x41 && byte <= 0x5A ? byte + 0x20 : byte }
+                return bytes.count
+            }
+        }
+    }
+
+    /// True when `text` contains `needle`, compared by Characters; on bytes
+    /// when both are printable ASCII (the same answer, without the walk).
+    static func contains(_ text: String, _ needle: String) -> Bool {
+        if needle.isEmpty { return true }
+        var text = text, needle = needle
+        let answer: Bool? = text.withUTF8 { t in
+            needle.withUTF8 { n in
+                guard t.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }), n.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else { return nil }
+                guard n.count <= t.count else { return false }
+                let first = n[0]
+                var i = 0
+                while i <= t.count - n.count {
+                    if t[i] == first && memcmp(t.baseAddress! + i, n.baseAddress!, n.count) == 0 { return true }
+                    i += 1
+                }
+                return false
+            }
+        }
+        return answer ?? (text.firstRange(of: needle) != nil)
     }
 
     /// True when `a`'s UTF-8 bytes sort before `b`'s: the order of MPD's

@@ -46,10 +46,11 @@ public struct LibraryScanSummary: Sendable, Equatable {
 /// Threads: `scan` runs on the caller's thread and blocks until done or
 /// cancelled; one scan at a time. Tags are read on `Options.readers` threads
 /// at nice 10 (two by default on two cores or more): below the player's
-/// threads, so playback does not wait for a scan. Writes are committed
-/// in small batches, each leaving the store consistent, so a scan killed at
-/// any point loses at most the batch in progress, and the next scan
-/// completes the work.
+/// threads, so playback does not wait for a scan; a run of changed files is
+/// read together across folders. Writes are committed in batches (every
+/// `commitRows` rows or `commitSeconds`, whichever first), each leaving
+/// the store consistent, so a scan killed at any point loses at most the
+/// batch in progress, and the next scan completes the work.
 public final class LibraryScanner: Sendable {
     /// Reads a file's tags and stream facts, given its absolute path
     /// (`FFmpegTagReaderAdapter().readWithStreamInfo(url:)`).
@@ -59,15 +60,22 @@ public final class LibraryScanner: Sendable {
         /// Follow symbolic links that lead outside the music directory (MPD's
         /// `follow_outside_symlinks`, which defaults to yes there; here no).
         public var followSymlinksOutside: Bool
-        /// Songs read before their writes are committed together.
+        /// Changed files read together (across folders) before their songs are written.
         public var batchSize: Int
+        /// Rows written (songs, folders, playlists, removals) before a commit.
+        public var commitRows: Int
+        /// Seconds after which the writes so far are committed at the next write.
+        public var commitSeconds: Double
         /// Threads reading tags at once (each at nice 10).
         public var readers: Int
 
-        public init(followSymlinksOutside: Bool = false, batchSize: Int = 32,
+        public init(followSymlinksOutside: Bool = false, batchSize: Int = 64, commitRows: Int = 2_000,
+                    commitSeconds: Double = 1,
                     readers: Int = min(2, max(1, ProcessInfo.processInfo.activeProcessorCount))) {
             self.followSymlinksOutside = followSymlinksOutside
             self.batchSize = max(1, batchSize)
+            self.commitRows = max(1, commitRows)
+            self.commitSeconds = commitSeconds.isFinite ? max(0, commitSeconds) : 1
             self.readers = min(max(1, readers), 16)
         }
     }
@@ -113,8 +121,15 @@ public final class LibraryScanner: Sendable {
         let pool = TagReadPool(threads: options.readers, reader: readTags)
         defer { pool.close() }
         var walk = Walk(scanner: self, cancellation: cancellation, pool: pool)
-        try walk.write { () throws(CoreError) in try store.upsertDirectory(LibraryDirectory(path: "", modified: top.modified)) }
-        try walk.visit(relative: "", absolute: root, ancestors: [top.identity])
+        do {
+            try walk.write { (store) throws(CoreError) in try store.upsertDirectory(LibraryDirectory(path: "", modified: top.modified)) }
+            try walk.visit(relative: "", absolute: root, ancestors: [top.identity])
+            try walk.readQueued()
+            try walk.commit()
+        } catch {
+            walk.rollback()
+            throw error
+        }
         if !cancellation.isCancelled {
             try store.markUpdateComplete(at: now())
             walk.summary.completed = true
@@ -124,12 +139,26 @@ public final class LibraryScanner: Sendable {
         return walk.summary
     }
 
-    /// One scan's state: the summary so far. Scanning thread only.
+    /// One scan's state: the summary so far, the changed files waiting to
+    /// be read, the open batch. Scanning thread only.
     private struct Walk {
         let scanner: LibraryScanner
         let cancellation: LibraryScanCancellation
         let pool: TagReadPool
         var summary = LibraryScanSummary()
+        /// Changed files to read, in walk order, from any folders.
+        var queue: [Changed] = []
+        /// The open batch: rows written, when it began; nil when none is open.
+        var batch: (rows: Int, began: ContinuousClock.Instant)?
+
+        /// A changed audio file: its entry, its folder (relative and
+        /// absolute), and whether the library had it.
+        struct Changed {
+            let entry: DirectoryEntry
+            let relative: String
+            let absolute: String
+            let stored: Bool
+        }
 
         var store: any LibraryStorePort { scanner.store }
 
@@ -170,16 +199,14 @@ public final class LibraryScanner: Sendable {
                 guard let song = stored.songs[path(entry.name)] else { return true }
                 return song.modified != entry.modified || song.size != entry.size
             }, byName: \.name)
-            var index = 0
-            while index < changed.count, !cancellation.isCancelled {
-                let chunk = changed[index..<min(index + scanner.options.batchSize, changed.count)]
-                try readAndStore(chunk, relative: relative, absolute: absolute, stored: stored.songs)
-                index += chunk.count
+            for entry in changed {
+                queue.append(Changed(entry: entry, relative: relative, absolute: absolute, stored: stored.songs[path(entry.name)] != nil))
+                if queue.count >= scanner.options.batchSize { try readQueued() }
             }
 
             let changedPlaylists = playlists.filter { stored.playlists[path($0.name)] != $0.modified }
             if !changedPlaylists.isEmpty {
-                try write { () throws(CoreError) in
+                try write(rows: changedPlaylists.count) { (store) throws(CoreError) in
                     for entry in changedPlaylists { try store.upsertPlaylist(LibraryPlaylist(path: path(entry.name), modified: entry.modified)) }
                 }
             }
@@ -188,7 +215,7 @@ public final class LibraryScanner: Sendable {
                 guard !cancellation.isCancelled else { return }
                 let child = LibraryDirectory(path: path(folder.name), modified: folder.modified)
                 if stored.directories[child.path] != child.modified {
-                    try write { () throws(CoreError) in try store.upsertDirectory(child) }
+                    try write { (store) throws(CoreError) in try store.upsertDirectory(child) }
                 }
                 try visit(relative: child.path, absolute: absolute + "/" + folder.name,
                           ancestors: ancestors.union([folder.identity]))
@@ -204,7 +231,7 @@ public final class LibraryScanner: Sendable {
             guard !goneFolders.isEmpty || !goneSongs.isEmpty || !gonePlaylists.isEmpty else { return }
             var removed = goneSongs.count
             for folder in goneFolders { removed += try store.count(matching: .base(folder)).songs }
-            try write { () throws(CoreError) in
+            try write(rows: goneFolders.count + goneSongs.count + gonePlaylists.count) { (store) throws(CoreError) in
                 for folder in goneFolders { try store.deleteDirectory(at: folder) }
                 for song in goneSongs { try store.deleteSong(at: song) }
                 for playlist in gonePlaylists { try store.deletePlaylist(at: playlist) }
@@ -212,47 +239,68 @@ public final class LibraryScanner: Sendable {
             summary.removed += removed
         }
 
-        /// Reads the tags of `chunk` (no transaction open meanwhile), then
-        /// writes the songs in one batch. Stops reading when cancelled.
-        private mutating func readAndStore(_ chunk: ArraySlice<DirectoryEntry>, relative: String, absolute: String,
-                                           stored: [String: LibraryFolderStamps.SongStamp]) throws(CoreError) {
-            var upserts: [LibrarySong] = []
+        /// Reads the tags of the queued files (on the pool's threads), then
+        /// writes their songs. Stops reading when cancelled.
+        mutating func readQueued() throws(CoreError) {
+            guard !queue.isEmpty else { return }
+            let chunk = queue
+            queue.removeAll(keepingCapacity: true)
+            guard !cancellation.isCancelled else { return }
+            var upserts: [(LibrarySong, stored: Bool)] = []
             var deletes: [String] = []
-            let results = pool.read(chunk.map { absolute + "/" + $0.name }, cancellation: cancellation)
-            for (entry, result) in zip(chunk, results) {
+            let results = pool.read(chunk.map { $0.absolute + "/" + $0.entry.name }, cancellation: cancellation)
+            for (file, result) in zip(chunk, results) {
                 guard let result else { continue }  // cancelled before it was read
-                let songPath = relative.isEmpty ? entry.name : relative + "/" + entry.name
+                let entry = file.entry
+                let songPath = file.relative.isEmpty ? entry.name : file.relative + "/" + entry.name
                 switch result {
                 case .success(let read):
-                    upserts.append(LibrarySong(path: songPath, modified: entry.modified, size: entry.size,
-                                               tags: read.tags, stream: read.stream))
+                    upserts.append((LibrarySong(path: songPath, modified: entry.modified, size: entry.size,
+                                                tags: read.tags, stream: read.stream), file.stored))
                 case .failure(let error):
-                    scanner.warn("skipped '\(absolute)/\(entry.name)': \(error.message)")
+                    scanner.warn("skipped '\(file.absolute)/\(entry.name)': \(error.message)")
                     summary.skipped += 1
-                    if stored[songPath] != nil { deletes.append(songPath) }
+                    if file.stored { deletes.append(songPath) }
                 }
             }
             guard !upserts.isEmpty || !deletes.isEmpty else { return }
-            try write { () throws(CoreError) in
-                for song in upserts { try store.upsertSong(song) }
+            try write(rows: upserts.count + deletes.count) { (store) throws(CoreError) in
+                for (song, _) in upserts { try store.upsertSong(song) }
                 for path in deletes { try store.deleteSong(at: path) }
             }
-            for song in upserts {
-                if stored[song.path] == nil { summary.added += 1 } else { summary.updated += 1 }
+            for (_, stored) in upserts {
+                if stored { summary.updated += 1 } else { summary.added += 1 }
             }
             summary.removed += deletes.count
         }
 
-        /// Runs `body`'s writes as one batch: committed together, or rolled back when one fails.
-        func write(_ body: () throws(CoreError) -> Void) throws(CoreError) {
-            try store.beginUpdate()
-            do {
-                try body()
-                try store.commitUpdate()
-            } catch {
-                store.rollbackUpdate()
-                throw error
+        /// Runs `body`'s writes (`rows` of them, on the store it is given) in the open batch, opening
+        /// one if needed; commits the batch once it holds `commitRows` rows
+        /// or is `commitSeconds` old. A failure is thrown with the batch
+        /// still open: the caller rolls it back (`rollback`).
+        mutating func write(rows: Int = 1, _ body: (any LibraryStorePort) throws(CoreError) -> Void) throws(CoreError) {
+            if batch == nil {
+                try store.beginUpdate()
+                batch = (0, ContinuousClock.now)
             }
+            try body(scanner.store)
+            batch!.rows += rows
+            let age = ContinuousClock.now - batch!.began
+            if batch!.rows >= scanner.options.commitRows || age >= .seconds(scanner.options.commitSeconds) { try commit() }
+        }
+
+        /// Commits the open batch, if any.
+        mutating func commit() throws(CoreError) {
+            guard batch != nil else { return }
+            batch = nil
+            try store.commitUpdate()
+        }
+
+        /// Drops the open batch's writes, if any.
+        mutating func rollback() {
+            guard batch != nil else { return }
+            batch = nil
+            store.rollbackUpdate()
         }
     }
 }

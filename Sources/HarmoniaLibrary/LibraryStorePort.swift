@@ -32,6 +32,9 @@ public protocol LibraryStorePort: AnyObject, Sendable {
     /// The song at `path`, or nil when the library has none there.
     func song(at path: String) throws(CoreError) -> LibrarySong?
 
+    /// The folder at `path` ("" is the top), or nil when the library has none there.
+    func directory(at path: String) throws(CoreError) -> LibraryDirectory?
+
     /// The songs `filter` matches (`LibraryFilter.matches`), in natural order
     /// of path (folder by folder).
     /// - Throws: `invalidArgument` for a bad regular expression in `filter`.
@@ -67,6 +70,19 @@ public protocol LibraryStorePort: AnyObject, Sendable {
     /// its contents; the folder itself is not included.
     /// - Throws: `notFound` when the folder is not in the library.
     func allEntries(under directory: String) throws(CoreError) -> [LibraryEntry]
+
+    /// The songs `filter` matches, handed to `body` one at a time in MPD's
+    /// walk order (`LibraryAggregation.addOrder`: folder by folder, a
+    /// folder's own songs before its subfolders'), as they are read: a
+    /// whole-library answer never sits in memory. Stops when `body` returns
+    /// false. Between two folders a committed scan batch may become visible.
+    /// - Throws: `invalidArgument` for a bad regular expression in `filter`.
+    func visitSongs(matching filter: LibraryFilter, _ body: (LibrarySong) -> Bool) throws(CoreError)
+
+    /// `allEntries(under:)`, handed to `body` one at a time as read (folder by
+    /// folder); stops when `body` returns false.
+    /// - Throws: `notFound` when the folder is not in the library.
+    func visitEntries(under directory: String, _ body: (LibraryEntry) -> Bool) throws(CoreError)
 
     // MARK: Updates (one writer: the scanner)
 
@@ -120,6 +136,20 @@ extension LibraryStorePort {
         LibraryFolderStamps(try listing(of: directory))
     }
 
+    /// The folder's record from its parent's listing, for a store that has nothing quicker.
+    public func directory(at path: String) throws(CoreError) -> LibraryDirectory? {
+        guard let parent = LibraryDirectory(path: path, modified: 0).parent else {
+            return (try? listing(of: path)).map { _ in LibraryDirectory(path: path, modified: -1) }
+        }
+        let listing: LibraryListing
+        do {
+            listing = try self.listing(of: parent)
+        } catch where error.category == .notFound {
+            return nil
+        }
+        return listing.directories.first { $0.path.utf8.elementsEqual(path.utf8) }
+    }
+
     /// The answers computed from `songs(matching:)` (LibraryAggregation),
     /// for a store that has nothing quicker.
     public func tagValues(_ tag: LibraryTag, groupedBy groups: [LibraryTag], matching filter: LibraryFilter) throws(CoreError) -> [LibraryTagRow] {
@@ -128,6 +158,16 @@ extension LibraryStorePort {
 
     public func count(matching filter: LibraryFilter) throws(CoreError) -> LibraryCount {
         LibraryAggregation.count(try songs(matching: filter))
+    }
+
+    /// `songs(matching:)` in walk order, for a store that has nothing leaner.
+    public func visitSongs(matching filter: LibraryFilter, _ body: (LibrarySong) -> Bool) throws(CoreError) {
+        for song in LibraryAggregation.addOrder(try songs(matching: filter)) where !body(song) { return }
+    }
+
+    /// `allEntries(under:)`, for a store that has nothing leaner.
+    public func visitEntries(under directory: String, _ body: (LibraryEntry) -> Bool) throws(CoreError) {
+        for entry in try allEntries(under: directory) where !body(entry) { return }
     }
 
     public func count(matching filter: LibraryFilter, groupedBy tag: LibraryTag) throws(CoreError) -> [LibraryGroupCount] {
@@ -156,8 +196,9 @@ extension LibraryPlaylist {
 enum LibraryPath {
     /// The last component of `path` (the whole path at the top level).
     static func name(_ path: String) -> String {
-        guard let slash = path.lastIndex(of: "/") else { return path }
-        return String(path[path.index(after: slash)...])
+        // Bytes: "/" is one byte in UTF-8, never part of another character's.
+        guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return path }
+        return String(path[path.utf8.index(after: slash)...])
     }
 
     /// True when `path` is `directory` or inside it ("" contains everything).

@@ -68,7 +68,7 @@ struct NaturalKey: Comparable {
     init(_ text: String) {
         self.text = text
         var runs: [Run] = []
-        let lowered = text.lowercased()
+        let lowered = LibraryText.asciiLowercased(text) ?? text.lowercased()
         var start = lowered.utf8.startIndex
         while start < lowered.utf8.endIndex {
             let digits = Self.isDigit(lowered.utf8[start])

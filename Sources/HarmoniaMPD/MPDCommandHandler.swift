@@ -112,6 +112,12 @@ public struct MPDServerConfiguration: Sendable {
     public var maxLineBytes = MPDProtocol.defaultMaxLineBytes
     public var maxCommandListBytes = MPDProtocol.defaultMaxCommandListBytes
     public var maxOutputBytes = MPDProtocol.defaultMaxOutputBytes
+    /// A streamed answer whose client reads nothing for this long (seconds)
+    /// drops the client; a client that reads, however slowly, is only
+    /// throttled. MPD drops a client that reads nothing as soon as its
+    /// unsent answers pass 8 MiB; 10 s here (a client flooding commands it
+    /// never reads is gone within that, as the serve test expects).
+    public var stalledClientSeconds: Double = 10
     /// Passwords and what each gives (MPD's `password "SECRET@read,add"`).
     public var passwords: [String: MPDPermissions] = [:]
     /// A new connection's permissions; nil: everything without passwords,

@@ -72,7 +72,8 @@ extension MPDConnection {
     /// Queues the answer; then idles or closes as the outcome says. A client
     /// whose answer does not fit its output limit is dropped.
     private func send(_ writer: MPDResponseWriter, _ outcome: Outcome) -> Flow {
-        guard !writer.isOverflowed, enqueue(writer.bytes) else { return .drop }
+        var writer = writer
+        guard !writer.isOverflowed, writer.flush() else { return .drop }
         switch outcome {
         case .ok, .error: return .proceed
         case .finish: return .finish
@@ -84,9 +85,11 @@ extension MPDConnection {
 
     private func makeWriter() -> MPDResponseWriter {
         let configuration = dispatch.configuration
-        return MPDResponseWriter(limit: max(0, configuration.maxOutputBytes - queuedBytes),
-                                 tagMask: configuration.tagTypes.intersection(clientTags),
-                                 binaryLimit: binaryLimit)
+        var writer = MPDResponseWriter(limit: max(0, configuration.maxOutputBytes - queuedBytes),
+                                       tagMask: configuration.tagTypes.intersection(clientTags),
+                                       binaryLimit: binaryLimit)
+        writer.sink = self
+        return writer
     }
 
     /// Tokenizes and runs one command (MPD's command_process): tokenizer

@@ -44,7 +44,12 @@ final class MPDDispatch: Sendable {
 
 /// One client. Created by the server's accept thread; `start` runs its two
 /// threads; the last of them to end closes the socket and calls `onEnd`.
-final class MPDConnection: @unchecked Sendable {
+/// A command's long answer is streamed (`MPDResponseSink`): the reader
+/// thread waits while more than `streamHighWaterBytes` are unsent.
+final class MPDConnection: MPDResponseSink, @unchecked Sendable {
+    /// Unsent bytes above which a streaming command waits for the client.
+    static let streamHighWaterBytes = 256 * 1024
+
     let id: Int
     let peer: String
     let dispatch: MPDDispatch
@@ -61,6 +66,8 @@ final class MPDConnection: @unchecked Sendable {
     private var state = State.open
     private var outbox: [UInt8] = []
     private var outboxStart = 0
+    /// Bytes the writer has sent so far: a waiting stream sees progress.
+    private var sentBytes = 0
     private var threadsRunning = 0
     /// Idle: waiting for one of `idleSubscriptions`; `pendingChanges` are the
     /// changes since the last idle answer (MPD's idle_flags).
@@ -133,6 +140,32 @@ final class MPDConnection: @unchecked Sendable {
     @discardableResult
     func enqueue(_ bytes: [UInt8]) -> Bool {
         lock.withLock { enqueueLocked(bytes) }
+    }
+
+    /// `MPDResponseSink`: waits (reader thread) while the client has more
+    /// than `streamHighWaterBytes` unsent, then queues `bytes`; false when
+    /// the connection is closing or closed (the client went, or was dropped),
+    /// and when the client read nothing for `stalledClientSeconds` (it is
+    /// then dropped).
+    func deliver(_ bytes: [UInt8]) -> Bool {
+        lock.withLock {
+            let stall = dispatch.configuration.stalledClientSeconds
+            var deadline = monotonicSeconds() + stall
+            var seen = sentBytes
+            while state == .open && outbox.count - outboxStart > Self.streamHighWaterBytes {
+                let left = deadline - monotonicSeconds()
+                guard left > 0 else {
+                    dropLocked()
+                    return false
+                }
+                lock.wait(seconds: left)
+                if sentBytes != seen {
+                    seen = sentBytes
+                    deadline = monotonicSeconds() + stall
+                }
+            }
+            return enqueueLocked(bytes)
+        }
     }
 
     // MARK: - Idle (reader thread)
@@ -269,10 +302,12 @@ final class MPDConnection: @unchecked Sendable {
                     return true
                 }
                 outboxStart += chunk.count
+                sentBytes &+= chunk.count
                 if outboxStart == outbox.count || outboxStart > 1 << 20 {
                     outbox.removeFirst(outboxStart)
                     outboxStart = 0
                 }
+                lock.broadcast()  // a streaming command may wait for room
                 return false
             }
             if stop { break }

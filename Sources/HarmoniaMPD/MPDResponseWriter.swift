@@ -8,17 +8,36 @@ import Glibc
 #endif
 import HarmoniaLibrary
 
-/// The bytes of one command's answer, built in memory and bounded: past
-/// `limit` bytes further output is dropped and `isOverflowed` is set, and
-/// the connection then drops the client as MPD does ("Output buffer is
-/// full"). A handler with a long listing may check `isFull` to stop early.
+/// Where a long answer goes while it is produced: the client's connection.
+/// Threads: called on the connection's reader thread (the command's).
+public protocol MPDResponseSink: AnyObject, Sendable {
+    /// Queues `bytes` for the client, first waiting while its unsent output
+    /// is at its bound (a slow reader throttles the command). False when the
+    /// client is gone: the command should stop producing.
+    func deliver(_ bytes: [UInt8]) -> Bool
+}
+
+/// The bytes of one command's answer. Without a sink they are built in
+/// memory and bounded: past `limit` bytes further output is dropped and
+/// `isOverflowed` is set, and the connection then drops the client as MPD
+/// does ("Output buffer is full"). With a sink (a connection's) they are
+/// handed on every `streamChunkBytes` as they are produced, so an answer of
+/// any length is sent in bounded memory (specs/mpd-protocol.md §Responses);
+/// `isOverflowed` is then set only when the client has gone. A handler with
+/// a long listing checks `isFull` to stop early.
 /// A value type: one per command, on the connection's thread.
 public struct MPDResponseWriter: Sendable {
-    /// What was written (the connection sends it; tests read it).
+    /// What was written and not yet handed to the sink (the connection sends
+    /// it; tests read it).
     public private(set) var bytes: [UInt8] = []
     public let limit: Int
-    /// Output was dropped for want of room: the client will be dropped.
+    /// Output was dropped for want of room, or the sink's client has gone:
+    /// the client will be dropped.
     public private(set) var isOverflowed = false
+    /// Where the bytes go as they are produced; nil: kept in `bytes`.
+    public var sink: (any MPDResponseSink)?
+    /// With a sink, the bytes kept before they are handed on.
+    public static let streamChunkBytes = 64 * 1024
     /// The tags the client wants in song records (the server's tags ∩ its `tagtypes`).
     public var tagMask: MPDTagMask
     /// The largest chunk `appendBinary` sends (the client's `binarylimit`).
@@ -31,8 +50,8 @@ public struct MPDResponseWriter: Sendable {
         self.binaryLimit = binaryLimit
     }
 
-    /// No more fits: a handler may stop producing.
-    public var isFull: Bool { isOverflowed || bytes.count >= limit }
+    /// No more fits (or, with a sink, the client has gone): a handler may stop producing.
+    public var isFull: Bool { isOverflowed || (sink == nil && bytes.count >= limit) }
 
     /// The answer as text (for tests; binary bytes are replaced if not UTF-8).
     public var text: String { String(decoding: bytes, as: UTF8.self) }
@@ -40,11 +59,28 @@ public struct MPDResponseWriter: Sendable {
     /// Appends raw bytes (the caller adds any newline).
     public mutating func appendRaw(_ data: some Collection<UInt8>) {
         guard !isOverflowed else { return }
+        if sink != nil && bytes.count + data.count > Self.streamChunkBytes && !bytes.isEmpty {
+            guard flush() else { return }
+        }
         guard bytes.count + data.count <= limit else {
             isOverflowed = true
             return
         }
         bytes.append(contentsOf: data)
+    }
+
+    /// Hands what is kept to the sink (nothing without one); false, and
+    /// `isOverflowed` set, when its client has gone.
+    @discardableResult
+    public mutating func flush() -> Bool {
+        guard let sink, !bytes.isEmpty, !isOverflowed else { return !isOverflowed }
+        guard sink.deliver(bytes) else {
+            isOverflowed = true
+            bytes = []
+            return false
+        }
+        bytes.removeAll(keepingCapacity: true)
+        return true
     }
 
     /// Appends `text` and a newline.
@@ -57,9 +93,30 @@ public struct MPDResponseWriter: Sendable {
     /// `key: value`. MPD writes values as they are; a newline inside a value
     /// (a lyrics tag) would split the record, so it is written as a space.
     public mutating func append(_ key: String, _ value: String) {
-        let clean = value.contains(where: \.isNewline)
-            ? String(value.map { $0.isNewline ? " " : $0 }) : value
+        guard !isOverflowed else { return }
+        if Self.hasNoNewline(value) {
+            // The common case, without a String built per line.
+            var line = [UInt8]()
+            line.reserveCapacity(key.utf8.count + value.utf8.count + 3)
+            line.append(contentsOf: key.utf8)
+            line.append(contentsOf: [UInt8(ascii: ":"), UInt8(ascii: " ")])
+            line.append(contentsOf: value.utf8)
+            line.append(0x0A)
+            appendRaw(line)
+            return
+        }
+        let clean = String(value.map { $0.isNewline ? " " : $0 })
         appendLine("\(key): \(clean)")
+    }
+
+    /// True when no Character of `value` is a newline: no byte below 0x20
+    /// and none that starts U+0085, U+2028 or U+2029 (0xC2, 0xE2) — checked
+    /// on bytes; a value with such a byte takes the Character check.
+    private static func hasNoNewline(_ value: String) -> Bool {
+        var value = value
+        return value.withUTF8 { bytes in
+            !bytes.contains { $0 < 0x20 || $0 == 0xC2 || $0 == 0xE2 } || !String(decoding: bytes, as: UTF8.self).contains(where: \.isNewline)
+        }
     }
 
     public mutating func append(_ key: String, _ value: some BinaryInteger) {

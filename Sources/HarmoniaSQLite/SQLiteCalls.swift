@@ -54,6 +54,10 @@ package struct SQLiteError: Error, CustomStringConvertible {
 package final class SQLiteConnection {
     private var handle: OpaquePointer?
     package let file: String
+    /// Statements compiled once and reused (`withCached`), by SQL text.
+    private var statements: [String: SQLiteStatement] = [:]
+    /// More distinct SQL texts than this and the cache starts again.
+    private static let maxCachedStatements = 64
 
     /// Opens (creating when `create`) the database at `file`; waits up to
     /// `busyTimeoutMilliseconds` for another connection's lock.
@@ -81,6 +85,7 @@ package final class SQLiteConnection {
 
     /// Closes the connection; later calls fail with SQLITE_MISUSE. Idempotent.
     package func close() {
+        statements = [:]
         if let handle { sqlite3_close_v2(handle) }
         handle = nil
     }
@@ -106,6 +111,28 @@ package final class SQLiteConnection {
             throw SQLiteError(function: "sqlite3_prepare_v2", code: status, message: String(cString: sqlite3_errmsg(db)))
         }
         return SQLiteStatement(statement, connection: db)
+    }
+
+    /// Runs `body` with the statement of `sql`, compiled at its first use
+    /// on this connection and kept; reset afterwards (its read ends, so a
+    /// reader never holds an old snapshot), bindings replaced by the next
+    /// `bind`. Not re-entrant for the same `sql`.
+    package func withCached<T>(_ sql: String, _ body: (SQLiteStatement) throws -> T) throws -> T {
+        let statement: SQLiteStatement
+        if let cached = statements[sql] {
+            statement = cached
+        } else {
+            if statements.count >= Self.maxCachedStatements { statements = [:] }
+            statement = try prepare(sql)
+            statements[sql] = statement
+        }
+        defer { try? statement.reset() }
+        return try body(statement)
+    }
+
+    /// Runs the cached statement of `sql` (no rows wanted) with `values`.
+    package func run(cached sql: String, _ values: [SQLiteValue]) throws {
+        try withCached(sql) { statement in try statement.run(values) }
     }
 
     /// The first column of the first row of `sql`, as an integer (nil without a row or for NULL).

@@ -62,7 +62,48 @@ enum SQLiteLibrarySchema {
         UPDATE song SET modified = -1;
         UPDATE directory SET modified = -1;
         """,
+        // 3: indexes for the queries of a large library (specs/library.md
+        // §Store): Date; the album artist as `list` and `find` see it
+        // (AlbumArtist, else Artist) with the album, for `list albumartist`
+        // and `list album group albumartist` without a sort; and, per
+        // indexed tag, the few rows holding several values, so an exact
+        // `find` is an index lookup, not a table scan (SQLiteFilterPushdown).
+        """
+        CREATE INDEX song_date ON song(date);
+        CREATE INDEX song_effective_album_artist ON song(coalesce(album_artist, artist), album);
+        CREATE INDEX song_artist_several ON song(id) WHERE instr(artist, char(31)) > 0;
+        CREATE INDEX song_album_artist_several ON song(id) WHERE instr(album_artist, char(31)) > 0;
+        CREATE INDEX song_album_several ON song(id) WHERE instr(album, char(31)) > 0;
+        CREATE INDEX song_genre_several ON song(id) WHERE instr(genre, char(31)) > 0;
+        CREATE INDEX song_date_several ON song(id) WHERE instr(date, char(31)) > 0;
+        """,
+        // 4: the mark of a song holding a character whose Unicode case
+        // folding is ASCII ("ß" → "ss"), so that a folded text search tests
+        // those rows spelled out and the others with LIKE alone
+        // (SQLiteFilterPushdown). The index of AlbumArtist alone goes: every
+        // query takes AlbumArtist with its Artist fallback, on
+        // song_effective_album_artist, which now also holds the two columns
+        // its expression reads, so that `list album group albumartist` is
+        // answered from the index alone (SQLite 3.40 reads an expression
+        // index's rows in the table otherwise).
+        """
+        DROP INDEX song_album_artist;
+        DROP INDEX song_effective_album_artist;
+        CREATE INDEX song_effective_album_artist ON song(coalesce(album_artist, artist), album, album_artist, artist);
+        ALTER TABLE song ADD COLUMN folds_to_ascii INTEGER NOT NULL DEFAULT 0;
+        UPDATE song SET folds_to_ascii = 1 WHERE \(SQLiteFilterPushdown.foldsToASCIICondition);
+        """,
     ]
+
+    /// Tags with an index on their column (and on the rows holding several
+    /// values): an exact match on them is looked up, not scanned.
+    static let indexedTags: Set<LibraryTag> = [.artist, .albumArtist, .album, .genre, .date]
+
+    /// The SQL expression of a tag's values as `list` and `count … group`
+    /// see them: AlbumArtist falls back to Artist (NULL: the song has neither).
+    static func listExpression(_ tag: LibraryTag) -> String {
+        tag == .albumArtist ? "coalesce(album_artist, artist)" : column(tag)
+    }
 
     /// The song column of each tag.
     static func column(_ tag: LibraryTag) -> String {

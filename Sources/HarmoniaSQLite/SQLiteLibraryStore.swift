@@ -20,8 +20,10 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
     private var batchOpen = false
 
     private let readerLock = ConditionLock()
-    // Guarded by `readerLock`: the reader connection (nil once closed).
+    // Guarded by `readerLock`: the reader connection (nil once closed), and
+    // `stats()` with the data version it was computed at.
     private var reader: SQLiteConnection?
+    var cachedStats: (dataVersion: Int64, stats: LibraryStats)?
 
     /// Opens the database at `file`, creating it (and bringing an older
     /// schema up to date) when needed.
@@ -32,6 +34,8 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
         self.file = file
         do {
             let writer = try SQLiteConnection.openWAL(file: file, what: "library database")
+            // A scan's batches grow the WAL; past a checkpoint it is cut back to this.
+            try writer.execute("PRAGMA journal_size_limit = \(Self.walSizeLimit)")
             try SQLiteLibrarySchema.migrate(writer)
             let reader = try SQLiteConnection(file: file, readOnly: false)
             try reader.execute("PRAGMA query_only = ON")
@@ -61,17 +65,20 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
         try read { db in
             let id = try Self.directoryID(directory, db)
             var stamps = LibraryFolderStamps()
-            let folders = try db.prepare("SELECT path, modified FROM directory WHERE parent_id = ? AND id <> ?")
-            try folders.bind([.integer(id), .integer(id)])
-            while try folders.step() { stamps.directories[folders.text(0) ?? ""] = folders.int64(1) ?? 0 }
-            let songs = try db.prepare("SELECT path, modified, size FROM song WHERE directory_id = ?")
-            try songs.bind([.integer(id)])
-            while try songs.step() {
-                stamps.songs[songs.text(0) ?? ""] = .init(modified: songs.int64(1) ?? 0, size: max(0, songs.int64(2) ?? 0))
+            try db.withCached("SELECT path, modified FROM directory WHERE parent_id = ? AND id <> ?") { folders in
+                try folders.bind([.integer(id), .integer(id)])
+                while try folders.step() { stamps.directories[folders.text(0) ?? ""] = folders.int64(1) ?? 0 }
             }
-            let playlists = try db.prepare("SELECT path, modified FROM playlist WHERE directory_id = ?")
-            try playlists.bind([.integer(id)])
-            while try playlists.step() { stamps.playlists[playlists.text(0) ?? ""] = playlists.int64(1) ?? 0 }
+            try db.withCached("SELECT path, modified, size FROM song WHERE directory_id = ?") { songs in
+                try songs.bind([.integer(id)])
+                while try songs.step() {
+                    stamps.songs[songs.text(0) ?? ""] = .init(modified: songs.int64(1) ?? 0, size: max(0, songs.int64(2) ?? 0))
+                }
+            }
+            try db.withCached("SELECT path, modified FROM playlist WHERE directory_id = ?") { playlists in
+                try playlists.bind([.integer(id)])
+                while try playlists.step() { stamps.playlists[playlists.text(0) ?? ""] = playlists.int64(1) ?? 0 }
+            }
             return stamps
         }
     }
@@ -85,27 +92,6 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
         let pushdown = SQLiteFilterPushdown(filter)
         let candidates = try read { db in try Self.songs(pushdown.whereClause, pushdown.values, db) }
         return LibraryAggregation.pathOrder(candidates.filter(matcher.matches))
-    }
-
-    /// Artists and albums count every value of every song (read in Swift:
-    /// a column may hold several values).
-    public func stats() throws(CoreError) -> LibraryStats {
-        try read { db in
-            var artists = Set<[UInt8]>(), albums = Set<[UInt8]>()
-            var songs = 0
-            var playtime = 0.0
-            let rows = try db.prepare("SELECT artist, album, duration FROM song")
-            while try rows.step() {
-                songs += 1
-                for value in SQLiteRows.values(rows.text(0)) ?? [] where !value.isEmpty { artists.insert(Array(value.utf8)) }
-                for value in SQLiteRows.values(rows.text(1)) ?? [] where !value.isEmpty { albums.insert(Array(value.utf8)) }
-                playtime += SQLiteRows.seconds(rows.double(2))
-            }
-            let update = try db.prepare("SELECT value FROM library_state WHERE key = 'last_update'")
-            let lastUpdate = try update.step() ? update.int64(0) : nil
-            return LibraryStats(artists: artists.count, albums: albums.count, songs: songs, playtime: playtime,
-                                lastUpdate: lastUpdate)
-        }
     }
 
     public func songsForAdd(under directory: String) throws(CoreError) -> [LibrarySong] {
@@ -190,14 +176,14 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
     public func upsertDirectory(_ directory: LibraryDirectory) throws(CoreError) {
         try write { db in
             guard let parent = directory.parent else {
-                try db.prepare("UPDATE directory SET modified = ? WHERE path = ''").run([.integer(directory.modified)])
+                try db.run(cached: "UPDATE directory SET modified = ? WHERE path = ''", [.integer(directory.modified)])
                 return
             }
             let parentID = try Self.directoryID(parent, db, missing: "folder '\(parent)' is not in the library: add it before '\(directory.path)'")
-            try db.prepare("""
+            try db.run(cached: """
                 INSERT INTO directory(path, parent_id, modified) VALUES (?, ?, ?)
                 ON CONFLICT(path) DO UPDATE SET parent_id = excluded.parent_id, modified = excluded.modified
-                """).run([.text(directory.path), .integer(parentID), .integer(directory.modified)])
+                """, [.text(directory.path), .integer(parentID), .integer(directory.modified)])
         }
     }
 
@@ -216,28 +202,33 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
     public func upsertSong(_ song: LibrarySong) throws(CoreError) {
         try write { db in
             let folder = try Self.directoryID(song.directory, db, missing: "folder '\(song.directory)' is not in the library: add it before '\(song.path)'")
-            let columns = SQLiteRows.songColumns
-            let placeholders = Array(repeating: "?", count: 5 + LibraryTag.allCases.count).joined(separator: ", ")
-            let updates = columns.split(separator: ",").map { $0.trimmingWhitespaceForSQL }.filter { $0 != "path" }
-                .map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
-            try db.prepare("""
-                INSERT INTO song(directory_id, \(columns)) VALUES (?, \(placeholders))
-                ON CONFLICT(path) DO UPDATE SET directory_id = excluded.directory_id, \(updates)
-                """).run([.integer(folder)] + SQLiteRows.songValues(song))
+            try db.run(cached: Self.upsertSongSQL, [.integer(folder)] + SQLiteRows.songValues(song))
         }
     }
 
     public func deleteSong(at path: String) throws(CoreError) {
-        try write { db in try db.prepare("DELETE FROM song WHERE path = ?").run([.text(path)]) }
+        try write { db in try db.run(cached: "DELETE FROM song WHERE path = ?", [.text(path)]) }
     }
+
+    /// Inserts a song, or replaces the one at its path.
+    private static let upsertSongSQL: String = {
+        let columns = SQLiteRows.writtenSongColumns
+        let placeholders = Array(repeating: "?", count: 6 + LibraryTag.allCases.count).joined(separator: ", ")
+        let updates = columns.split(separator: ",").map { $0.trimmingWhitespaceForSQL }.filter { $0 != "path" }
+            .map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
+        return """
+            INSERT INTO song(directory_id, \(columns)) VALUES (?, \(placeholders))
+            ON CONFLICT(path) DO UPDATE SET directory_id = excluded.directory_id, \(updates)
+            """
+    }()
 
     public func upsertPlaylist(_ playlist: LibraryPlaylist) throws(CoreError) {
         try write { db in
             let folder = try Self.directoryID(playlist.directory, db, missing: "folder '\(playlist.directory)' is not in the library: add it before '\(playlist.path)'")
-            try db.prepare("""
+            try db.run(cached: """
                 INSERT INTO playlist(directory_id, path, modified) VALUES (?, ?, ?)
                 ON CONFLICT(path) DO UPDATE SET directory_id = excluded.directory_id, modified = excluded.modified
-                """).run([.integer(folder), .text(playlist.path), .integer(playlist.modified)])
+                """, [.integer(folder), .text(playlist.path), .integer(playlist.modified)])
         }
     }
 
@@ -245,6 +236,9 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
         try write { db in try db.prepare("DELETE FROM playlist WHERE path = ?").run([.text(path)]) }
     }
 
+    /// Also folds the WAL into the database and empties it (when no read is
+    /// under way; else the next checkpoint does), so that a finished scan
+    /// leaves no WAL behind it.
     public func markUpdateComplete(at time: Int64) throws(CoreError) {
         try write { db in
             try db.prepare("""
@@ -252,7 +246,14 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
                 ON CONFLICT(key) DO UPDATE SET value = excluded.value
                 """).run([.integer(time)])
         }
+        writerLock.withLock {
+            guard !batchOpen, let writer else { return }
+            try? writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        }
     }
+
+    /// Bytes the WAL is cut back to after a checkpoint (`journal_size_limit`).
+    static let walSizeLimit = 4 << 20
 
     public func close() {
         writerLock.withLock {
@@ -270,7 +271,7 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
     // MARK: Connections
 
     /// Runs `body` on the reader connection, errors mapped to CoreError.
-    private func read<T>(_ body: (SQLiteConnection) throws -> T) throws(CoreError) -> T {
+    func read<T>(_ body: (SQLiteConnection) throws -> T) throws(CoreError) -> T {
         try readerLock.withLock { () throws(CoreError) -> T in
             guard let reader else { throw CoreError.invalidState("the library store '\(file)' is closed") }
             do { return try body(reader) } catch { throw Self.coreError(error, file: file) }
@@ -306,12 +307,12 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
 
     /// The id of the folder at `path`.
     /// - Throws: `CoreError.notFound` with `missing` (or a default message) when absent.
-    private static func directoryID(_ path: String, _ db: SQLiteConnection, missing: String? = nil) throws -> Int64 {
-        let statement = try db.prepare("SELECT id FROM directory WHERE path = ?")
-        try statement.bind([.text(path)])
-        guard try statement.step(), let id = statement.int64(0) else {
-            throw CoreError.notFound(missing ?? "no folder '\(path)' in the library")
+    static func directoryID(_ path: String, _ db: SQLiteConnection, missing: String? = nil) throws -> Int64 {
+        let found = try db.withCached("SELECT id FROM directory WHERE path = ?") { statement in
+            try statement.bind([.text(path)])
+            return try statement.step() ? statement.int64(0) : nil
         }
+        guard let id = found else { throw CoreError.notFound(missing ?? "no folder '\(path)' in the library") }
         return id
     }
 
@@ -322,40 +323,43 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
         return ("WHERE path >= ? AND path < ?", [.text(range.from), .text(range.to)])
     }
 
-    private static func songs(_ clause: String, _ values: [SQLiteValue], _ db: SQLiteConnection) throws -> [LibrarySong] {
-        let statement = try db.prepare("SELECT \(SQLiteRows.songColumns) FROM song \(clause)")
-        try statement.bind(values)
-        var songs: [LibrarySong] = []
-        while try statement.step() { songs.append(SQLiteRows.song(from: statement)) }
-        return songs
+    static func songs(_ clause: String, _ values: [SQLiteValue], _ db: SQLiteConnection) throws -> [LibrarySong] {
+        try db.withCached("SELECT \(SQLiteRows.songColumns) FROM song \(clause)") { statement in
+            try statement.bind(values)
+            var songs: [LibrarySong] = []
+            while try statement.step() { songs.append(SQLiteRows.song(from: statement)) }
+            return songs
+        }
     }
 
-    private static func directories(_ clause: String, _ values: [SQLiteValue], _ db: SQLiteConnection) throws -> [LibraryDirectory] {
-        let statement = try db.prepare("SELECT path, modified FROM directory \(clause)")
-        try statement.bind(values)
-        var directories: [LibraryDirectory] = []
-        while try statement.step() {
-            directories.append(LibraryDirectory(path: statement.text(0) ?? "", modified: statement.int64(1) ?? 0))
+    static func directories(_ clause: String, _ values: [SQLiteValue], _ db: SQLiteConnection) throws -> [LibraryDirectory] {
+        try db.withCached("SELECT path, modified FROM directory \(clause)") { statement in
+            try statement.bind(values)
+            var directories: [LibraryDirectory] = []
+            while try statement.step() {
+                directories.append(LibraryDirectory(path: statement.text(0) ?? "", modified: statement.int64(1) ?? 0))
+            }
+            return directories
         }
-        return directories
     }
 
-    private static func playlists(_ clause: String, _ values: [SQLiteValue], _ db: SQLiteConnection) throws -> [LibraryPlaylist] {
-        let statement = try db.prepare("SELECT path, modified FROM playlist \(clause)")
-        try statement.bind(values)
-        var playlists: [LibraryPlaylist] = []
-        while try statement.step() {
-            playlists.append(LibraryPlaylist(path: statement.text(0) ?? "", modified: statement.int64(1) ?? 0))
+    static func playlists(_ clause: String, _ values: [SQLiteValue], _ db: SQLiteConnection) throws -> [LibraryPlaylist] {
+        try db.withCached("SELECT path, modified FROM playlist \(clause)") { statement in
+            try statement.bind(values)
+            var playlists: [LibraryPlaylist] = []
+            while try statement.step() {
+                playlists.append(LibraryPlaylist(path: statement.text(0) ?? "", modified: statement.int64(1) ?? 0))
+            }
+            return playlists
         }
-        return playlists
     }
 }
 
 /// The last component of a path.
 enum LibraryPathName {
     static func of(_ path: String) -> String {
-        guard let slash = path.lastIndex(of: "/") else { return path }
-        return String(path[path.index(after: slash)...])
+        guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return path }
+        return String(path[path.utf8.index(after: slash)...])
     }
 }
 

@@ -19,6 +19,7 @@ enum SQLiteRows {
     /// value at all (a hostile row).
     static func values(_ text: String?) -> [String]? {
         guard let text else { return nil }
+        if !text.utf8.contains(0x1F) { return [text] }  // one value: no Character walk
         let values = text.split(separator: valueSeparator, omittingEmptySubsequences: false).map(String.init)
         return values.isEmpty ? nil : values
     }
@@ -30,7 +31,7 @@ enum SQLiteRows {
     }
 
     static func song(from row: SQLiteStatement) -> LibrarySong {
-        var tags: [LibraryTag: [String]] = [:]
+        var tags = [LibraryTag: [String]](minimumCapacity: 10)
         for (offset, tag) in LibraryTag.allCases.enumerated() {
             if let values = values(row.text(Int32(5 + offset))) { tags[tag] = values }
         }
@@ -38,11 +39,16 @@ enum SQLiteRows {
                            tags: tags, duration: duration(row.double(3)), format: row.text(4))
     }
 
-    /// The values bound by `SQLiteLibraryStore.upsertSong` after the folder id.
+    /// The values of `writtenSongColumns`, bound by `SQLiteLibraryStore.upsertSong` after the folder id.
     static func songValues(_ song: LibrarySong) -> [SQLiteValue] {
         [.text(song.path), .integer(song.modified), .integer(max(0, song.size)), SQLiteValue(duration(song.duration)),
          SQLiteValue(song.format)] + LibraryTag.allCases.map { SQLiteValue(columnText(song.tags[$0])) }
+            + [.integer(SQLiteFilterPushdown.foldsToASCII(song) ? 1 : 0)]
     }
+
+    /// The song columns `songValues` writes: `songColumns`, then the mark of
+    /// a row holding characters whose case folding is ASCII (SQLiteFilterPushdown).
+    static let writtenSongColumns = songColumns + ", folds_to_ascii"
 
     /// `value` when it is a finite, non-negative number of seconds, else nil.
     static func duration(_ value: Double?) -> Double? {
@@ -67,6 +73,13 @@ enum SQLiteRows {
 struct SQLiteFilterPushdown {
     private(set) var clauses: [String] = []
     private(set) var values: [SQLiteValue] = []
+    /// A clause is an index lookup (an exact path or indexed tag): few rows.
+    private(set) var narrowsByIndex = false
+    /// A clause is an index lookup or a text test (`LIKE`): usually few rows.
+    var narrows: Bool { narrowsByIndex || tested }
+    private var tested = false
+    /// The first top-level `base` folder, if any.
+    private(set) var base: String?
 
     init(_ filter: LibraryFilter) {
         switch filter {
@@ -83,6 +96,7 @@ struct SQLiteFilterPushdown {
     private mutating func add(_ filter: LibraryFilter) {
         switch filter {
         case .base(let directory) where !directory.isEmpty:
+            if base == nil { base = directory }
             let range = Self.pathRange(under: directory)
             clauses.append("(path = ? OR (path >= ? AND path < ?))")
             values += [.text(directory), .text(range.from), .text(range.to)]
@@ -92,21 +106,127 @@ struct SQLiteFilterPushdown {
         case .file(let match) where Self.isExact(match):
             clauses.append("path = ?")
             values.append(.text(match.value))
+            narrowsByIndex = true
         case .tag(.albumArtist, let match) where Self.isExact(match):
-            clauses.append("(\(Self.holds("album_artist")) OR (album_artist IS NULL AND \(Self.holds("artist"))))")
-            values += [.text(match.value), .text(match.value), .text(match.value), .text(match.value)]
+            // The effective value (AlbumArtist, else Artist) on its index, or
+            // a row holding several values of either (Swift decides).
+            clauses.append("(coalesce(album_artist, artist) = ? OR \(Self.several("album_artist")) OR \(Self.several("artist")))")
+            values += [.text(match.value), .text(match.value), .text(match.value)]
+            narrowsByIndex = true
+        case .tag(let tag, let match) where Self.isExact(match) && SQLiteLibrarySchema.indexedTags.contains(tag):
+            let column = SQLiteLibrarySchema.column(tag)
+            clauses.append("(\(column) = ? OR \(Self.several(column)))")
+            values += [.text(match.value), .text(match.value)]
+            narrowsByIndex = true
         case .tag(let tag, let match) where Self.isExact(match):
             clauses.append(Self.holds(SQLiteLibrarySchema.column(tag)))
             values += [.text(match.value), .text(match.value)]
+        case .tag, .anyTag, .file:
+            guard let test = Self.textTest(filter) else { break }
+            clauses.append(test.clause)
+            values += test.values
+            tested = true
+        case .not(.and(let parts)) where !parts.isEmpty:
+            // NOT (NOT a AND NOT b …) = a OR b …: narrowed when each is a text test.
+            let tests = parts.compactMap { part -> (clause: String, values: [SQLiteValue])? in
+                guard case .not(let inner) = part else { return nil }
+                return Self.textTest(inner)
+            }
+            guard tests.count == parts.count else { break }
+            clauses.append("(" + tests.map(\.clause).joined(separator: " OR ") + ")")
+            values += tests.flatMap(\.values)
+            tested = true
         default:
             break
         }
     }
 
+    /// The text test of a tag (AlbumArtist: and Artist, its fallback),
+    /// of any tag, or of the path (`textTest(_:columns:marked:)`); nil for
+    /// any other filter, or a match it cannot narrow.
+    private static func textTest(_ filter: LibraryFilter) -> (clause: String, values: [SQLiteValue])? {
+        switch filter {
+        case .tag(let tag, let match):
+            textTest(match, columns: tag == .albumArtist ? ["album_artist", "artist"] : [SQLiteLibrarySchema.column(tag)], marked: true)
+        case .anyTag(let match):
+            textTest(match, columns: LibraryTag.allCases.map(SQLiteLibrarySchema.column), marked: true)
+        case .file(let match):
+            textTest(match, columns: ["path"], marked: false)
+        default:
+            nil
+        }
+    }
+
+    /// For a match that needs the value to hold the needle's text (`==`,
+    /// `contains`, `starts_with`; folded or not; not negated), a clause
+    /// keeping the songs where one of `columns` may hold it: `LIKE`
+    /// (ASCII case folded) on the column, or, for a row holding one of the
+    /// characters whose Unicode case folding gives letters of the needle
+    /// ("ß" → "ss" for "sun"; `foldedToASCII`), on the column with those
+    /// spelled out. Such rows are those marked `folds_to_ascii` (tag
+    /// columns, `marked`; schema version 4), else those where `instr` finds
+    /// one. Only for a needle of printable ASCII (folded: ASCII lowercased).
+    private static func textTest(_ match: TagMatch, columns: [String], marked: Bool) -> (clause: String, values: [SQLiteValue])? {
+        guard match.operation != .regex, !match.negated, !match.value.isEmpty, match.value.utf8.count <= maxNeedleBytes,
+              match.value.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else { return nil }
+        let pattern = SQLiteValue.text("%" + String(match.value.flatMap { "%_\\".contains($0) ? ["\\", $0] : [$0] }) + "%")
+        // Only the characters giving a letter of the needle can take part in a match.
+        let letters = Set(match.value.lowercased())
+        let relevant = foldedToASCII.filter { !letters.isDisjoint(with: $0.folded) }
+        let plain = columns.map { "\($0) LIKE ? ESCAPE '\\'" }
+        guard !relevant.isEmpty else {
+            return ("(" + plain.joined(separator: " OR ") + ")", columns.map { _ in pattern })
+        }
+        let spelled = columns.map { column in
+            let holds = marked ? "" : "(" + relevant.map { "instr(\(column), '\($0.character)')" }.joined(separator: " OR ") + ") AND "
+            return holds + relevant.reduce(column) { "replace(\($0), '\($1.character)', '\($1.folded)')" } + " LIKE ? ESCAPE '\\'"
+        }
+        let special = (marked ? "folds_to_ascii <> 0 AND " : "") + "(" + spelled.joined(separator: " OR ") + ")"
+        return ("(" + plain.joined(separator: " OR ") + " OR (" + special + "))", Array(repeating: pattern, count: 2 * columns.count))
+    }
+
+    /// The characters whose Unicode full case folding (`LibraryText.fold`)
+    /// holds an ASCII character, with that folding: every such scalar
+    /// (SQLiteLibraryStoreTests checks them all).
+    static let foldedToASCII: [(character: String, folded: String)] = [
+        ("\u{DF}", "ss"), ("\u{149}", "\u{2BC}n"), ("\u{17F}", "s"), ("\u{1E9A}", "a\u{2BE}"), ("\u{1E9E}", "ss"),
+        ("\u{212A}", "k"), ("\u{FB00}", "ff"), ("\u{FB01}", "fi"), ("\u{FB02}", "fl"), ("\u{FB03}", "ffi"),
+        ("\u{FB04}", "ffl"), ("\u{FB05}", "st"), ("\u{FB06}", "st"),
+    ]
+
+    /// True when one of `song`'s values holds a character of `foldedToASCII`.
+    static func foldsToASCII(_ song: LibrarySong) -> Bool {
+        song.tags.values.contains { values in
+            values.contains { value in
+                value.utf8.contains { $0 >= 0xC3 } && value.unicodeScalars.contains { foldingScalars.contains($0) }
+            }
+        }
+    }
+
+    /// The SQL condition of a row holding a character of `foldedToASCII`
+    /// (schema version 4 computes the mark of existing rows with it).
+    static var foldsToASCIICondition: String {
+        LibraryTag.allCases.map(SQLiteLibrarySchema.column).flatMap { column in
+            foldedToASCII.map { "instr(\(column), '\($0.character)') > 0" }
+        }.joined(separator: " OR ")
+    }
+
+    private static let foldingScalars = Set(foldedToASCII.flatMap(\.character.unicodeScalars))
+
+    /// A longer needle is tested in Swift only (SQLite limits LIKE patterns).
+    private static let maxNeedleBytes = 1_000
+
     /// A column equal to the bound value, or holding several values (one of
     /// which may equal it: Swift decides). Binds two values.
     private static func holds(_ column: String) -> String {
         "(\(column) = ? OR (instr(\(column), char(31)) > 0 AND instr(\(column), ?) > 0))"
+    }
+
+    /// A row holding several values of `column`, one of which may be the
+    /// bound value: looked up on the column's partial index of such rows
+    /// (SQLiteLibrarySchema version 3). Binds one value.
+    private static func several(_ column: String) -> String {
+        "id IN (SELECT id FROM song WHERE instr(\(column), char(31)) > 0 AND instr(\(column), ?) > 0)"
     }
 
     /// An `==` SQL's byte comparison decides exactly (a non-empty value: an

@@ -43,7 +43,7 @@ private let readyMarker = "HARMONIA-LIBRARY-CHILD-BLOCKED"
         let store = try SQLiteLibraryStore(file: setup.file)
         defer { store.close() }
         #expect(try store.integrityProblems().isEmpty)
-        // Batches of two: the first four files were committed before the fifth read.
+        // Reads of two, each committed at once: the first four files were committed before the fifth read.
         #expect(try store.stats().songs == 4)
         #expect(try store.stats().lastUpdate == nil)
         let reader = CountingReader()
@@ -67,7 +67,7 @@ private let readyMarker = "HARMONIA-LIBRARY-CHILD-BLOCKED"
             while true { pause() }  // until SIGKILL
         })
         let scanner = LibraryScanner(musicDirectory: try MusicDirectory(root: parts[0]), store: store,
-                                     readTags: reader.read, options: .init(batchSize: 2))
+                                     readTags: reader.read, options: .init(batchSize: 2, commitRows: 1))
         _ = try scanner.scan()
         Issue.record("the child scan was not killed")
     }

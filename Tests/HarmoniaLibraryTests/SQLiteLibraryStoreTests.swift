@@ -132,6 +132,62 @@ import Testing
         }
     }
 
+    /// Songs whose tags fold to ASCII letters only through Unicode case
+    /// folding, and LIKE's own wildcards.
+    static let folding: [LibrarySong] = [
+        LibrarySong(path: "F/01.flac", modified: 1, size: 1, tags: [.artist: ["Straße"], .title: ["Kelvin \u{212A}"]]),
+        LibrarySong(path: "F/02.flac", modified: 1, size: 1, tags: [.album: ["\u{FB01}re \u{FB06}one"], .artist: ["A", "Bo\u{17F}"]]),
+        LibrarySong(path: "F/03.flac", modified: 1, size: 1, tags: [.title: ["100%_done"], .albumArtist: ["MASSIVE"]]),
+        LibrarySong(path: "F/04.flac", modified: 1, size: 1, tags: [.artist: ["Cafe\u{301}"], .comment: ["plain"]]),
+        LibrarySong(path: "F/Gro\u{DF}e \u{FB01}le.flac", modified: 1, size: 1, tags: [.title: ["untitled"]]),
+    ]
+
+    @Test func foldedTextSearchesNarrowedBySQLFindWhatTheFilterFinds() throws {
+        let folder = try TemporaryFolder("sqlite")
+        defer { folder.remove() }
+        let sqlite = try SQLiteLibraryStore(file: folder.path + "/library.db")
+        defer { sqlite.close() }
+        try sqlite.add(Self.folding + SampleLibrary.songs)
+        let all = Self.folding + SampleLibrary.songs
+        var tested = 0
+        for needle in ["ss", "SS", "k", "fi", "st", "sst", "s", "100%", "%", "_", "0%_d", "cafe", "plain", "e", "zz"] {
+            for match in [TagMatch(.contains, needle, foldCase: true), TagMatch(.startsWith, needle, foldCase: true),
+                          TagMatch(.equals, needle, foldCase: true), TagMatch(.contains, needle)] {
+                for filter in [LibraryFilter.anyTag(match), .tag(.artist, match), .tag(.albumArtist, match), .file(match),
+                               .not(.and([.not(.anyTag(match)), .not(.file(match))]))] {
+                    let expected = Set(all.filter(filter.matches).map(\.path))
+                    #expect(Set(try sqlite.songs(matching: filter).map(\.path)) == expected, "\(filter)")
+                    var visited: [String] = []
+                    try sqlite.visitSongs(matching: filter) { visited.append($0.path); return true }
+                    #expect(Set(visited) == expected && visited.count == expected.count, "\(filter)")
+                    #expect(try sqlite.count(matching: filter).songs == expected.count, "\(filter)")
+                    tested += expected.isEmpty ? 0 : 1
+                }
+            }
+        }
+        #expect(tested > 20)
+        // "Straße" and "MASSIVE" hold "ss"; "ﬆone" and "Boſ" hold "st" and "bos".
+        let folded = { (needle: String) throws in
+            Set(try sqlite.songs(matching: .and([.base("F"), .anyTag(TagMatch(.contains, needle, foldCase: true))])).map(\.path))
+        }
+        #expect(try folded("ss") == ["F/01.flac", "F/03.flac"])
+        #expect(try folded("st") == ["F/01.flac", "F/02.flac"])
+        #expect(try folded("bos") == ["F/02.flac"])
+    }
+
+    /// Every scalar whose case folding holds an ASCII character is in the
+    /// pushdown's table, with that folding (the cased scripts all lie below U+20000).
+    @Test func theFoldingTableHoldsEveryScalarThatFoldsToASCII() {
+        var found: [String: String] = [:]
+        for value in UInt32(0x80)..<0x20000 {
+            guard let scalar = Unicode.Scalar(value) else { continue }
+            let folded = LibraryText.fold(String(Character(scalar)))
+            if folded.contains(where: \.isASCII) { found[String(Character(scalar))] = folded }
+        }
+        let table = Dictionary(uniqueKeysWithValues: SQLiteFilterPushdown.foldedToASCII.map { ($0.character, $0.folded) })
+        #expect(found == table)
+    }
+
     /// Songs with several values per tag, as the scanner stores them.
     static let duets: [LibrarySong] = [
         LibrarySong(path: "Duets/01.flac", modified: 1, size: 10,

@@ -159,7 +159,11 @@ private func makeServer(_ configure: (inout MPDServerConfiguration) -> Void = { 
     }
 
     @Test func aClientThatNeverReadsIsDroppedWhileOthersAreAnswered() throws {
-        let server = try makeServer { $0.maxOutputBytes = 1 << 20 }
+        // Its streamed answer waits for it, then drops it after the stall limit.
+        let server = try makeServer {
+            $0.maxOutputBytes = 1 << 20
+            $0.stalledClientSeconds = 1
+        }
         defer { server.shutdown() }
         let reader = try MPDTestClient(port: server.port)
         let stalled = try MPDTestClient(port: server.port, receiveBuffer: 4096)

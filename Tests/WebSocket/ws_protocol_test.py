@@ -238,11 +238,25 @@ async def commands(server):
     found = await c.result("library/search", {"query": "WIND second"})
     check([s["uri"] for s in found["songs"]] == ["Alpha/02.flac"], f"library/search {found}")
     check((await c.result("library/search", {"query": "beta"}))["total"] == 2, "library/search by path")
+    # Pages: offset and limit, the total of the whole list.
+    first = await c.result("library/songs", {"album": "Alpha", "limit": 1})
+    second = await c.result("library/songs", {"album": "Alpha", "offset": 1, "limit": 1})
+    check(first["total"] == 2 and second["total"] == 2 and second["offset"] == 1
+          and [s["uri"] for s in first["songs"] + second["songs"]] == ["Alpha/01.flac", "Alpha/02.flac"],
+          f"library/songs pages {first} {second}")
+    artists = await c.result("library/artists", {"offset": 1, "limit": 1})
+    check(artists["total"] == 2 and artists["artists"] == ["Bob Band"], f"library/artists page {artists}")
+    page = await c.result("library/browse", {"path": "Alpha", "offset": 1})
+    check(page["total"] == 2 and [s["title"] for s in page["songs"]] == ["Second Wind"], f"library/browse page {page}")
+    check((await c.result("library/search", {"query": "beta", "offset": 5}))["songs"] == [], "library/search past the end")
+    await c.error("library/artists", {"limit": 0}, "invalidArgument")
+    await c.error("library/albums", {"offset": -1}, "invalidArgument")
+    await c.error("library/search", {"query": "beta", "limit": "ten"}, "invalidRequest")
     check("job" in await c.result("library/update"), "library/update")
     await c.error("library/songs", {}, "invalidRequest")
     await c.error("library/search", {"query": " "}, "invalidArgument")
     await c.error("library/browse", {"path": "../"}, "notFound")
-    ok("library commands: browse, artists, albums, songs, search, update")
+    ok("library commands: browse, artists, albums, songs, search, update; pages by offset and limit")
 
     added = await c.result("queue/add", {"uri": "Alpha"})
     check(added["index"] == 0 and added["count"] == 2, f"queue/add a folder: {added}")

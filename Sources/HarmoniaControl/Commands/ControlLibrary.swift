@@ -18,8 +18,9 @@ public final class ControlLibrary: Sendable {
 
     public static let commands = ["library/browse", "library/artists", "library/albums", "library/songs",
                                   "library/search", "library/stats", "library/update"]
-    /// Songs in one answer, at most (`library/search`, `library/songs`).
-    public static let maxSongs = 500
+    /// Rows in one answer, at most and by default: every list is paged
+    /// (`offset`, `limit`), its `total` given.
+    public static let pageLimit = 500
 
     public init(store: any LibraryStorePort, musicDirectory: MusicDirectory, requestUpdate: @escaping @Sendable () -> Int) {
         self.store = store
@@ -92,27 +93,38 @@ public final class ControlLibrary: Sendable {
         switch command {
         case "library/browse":
             let path = try folderPath(args.optionalString("path") ?? "")
+            let page = try Self.page(args)
             let listing = try store.listing(of: path)
+            // One list, folders then songs, paged.
+            let folders = listing.directories.dropFirst(page.offset).prefix(page.limit)
+            let songs = listing.songs.dropFirst(max(0, page.offset - listing.directories.count)).prefix(page.limit - folders.count)
             return .object([
                 ("path", .string(path)),
-                ("folders", .array(listing.directories.map { .object([("uri", .string($0.path)), ("name", .string(Self.name($0.path)))]) })),
-                ("songs", .array(listing.songs.map(song))),
+                ("total", .int(Int64(listing.directories.count + listing.songs.count))), ("offset", .int(Int64(page.offset))),
+                ("folders", .array(folders.map { .object([("uri", .string($0.path)), ("name", .string(Self.name($0.path)))]) })),
+                ("songs", .array(songs.map(song))),
                 ("playlists", .array(listing.playlists.map { .object([("uri", .string($0.path)), ("name", .string(Self.name($0.path)))]) })),
             ])
         case "library/artists":
+            let page = try Self.page(args)
             let rows = try store.tagValues(.albumArtist, groupedBy: [], matching: .and([]))
-            return .object([("artists", .array(rows.map { .string($0.value) }))])
+            return .object([("total", .int(Int64(rows.count))), ("offset", .int(Int64(page.offset))),
+                            ("artists", .array(rows.dropFirst(page.offset).prefix(page.limit).map { .string($0.value) }))])
         case "library/albums":
+            let page = try Self.page(args)
             var filters: [LibraryFilter] = []
             if let artist = try args.optionalString("artist") { filters.append(.tag(.albumArtist, TagMatch(.equals, artist))) }
             let rows = try store.tagValues(.album, groupedBy: [.albumArtist], matching: .and(filters))
-            return .object([("albums", .array(rows.map { .object([("album", .string($0.value)), ("artist", .string($0.groups.first ?? ""))]) }))])
+            return .object([("total", .int(Int64(rows.count))), ("offset", .int(Int64(page.offset))),
+                            ("albums", .array(rows.dropFirst(page.offset).prefix(page.limit).map {
+                                .object([("album", .string($0.value)), ("artist", .string($0.groups.first ?? ""))])
+                            }))])
         case "library/songs":
             var filters: [LibraryFilter] = []
             if let artist = try args.optionalString("artist") { filters.append(.tag(.albumArtist, TagMatch(.equals, artist))) }
             if let album = try args.optionalString("album") { filters.append(.tag(.album, TagMatch(.equals, album))) }
             guard !filters.isEmpty else { throw ControlFailure.invalidRequest("library/songs: give 'artist', 'album' or both") }
-            return songsResult(try store.songs(matching: .and(filters)))
+            return try songsResult(.and(filters), try Self.page(args))
         case "library/search":
             let query = try args.string("query").trimmingCharacters(in: .whitespaces)
             guard !query.isEmpty else { throw CoreError.invalidArgument("library/search: 'query' is empty") }
@@ -122,7 +134,7 @@ public final class ControlLibrary: Sendable {
             let filter = LibraryFilter.and(words.map { word in
                 .not(.and([.not(.anyTag(TagMatch(.contains, word, foldCase: true))), .not(.file(TagMatch(.contains, word, foldCase: true)))]))
             })
-            return songsResult(try store.songs(matching: filter))
+            return try songsResult(filter, try Self.page(args))
         case "library/stats":
             let stats = try store.stats()
             return .object([("artists", .int(Int64(stats.artists))), ("albums", .int(Int64(stats.albums))),
@@ -144,8 +156,32 @@ public final class ControlLibrary: Sendable {
         return real == musicDirectory.root ? "" : uri(of: real)
     }
 
-    private func songsResult(_ songs: [LibrarySong]) -> JSONValue {
-        .object([("total", .int(Int64(songs.count))), ("songs", .array(songs.prefix(Self.maxSongs).map(song)))])
+    /// The songs `filter` matches, in the library's walk order (folder by
+    /// folder, by album, disc, track): the page's, and how many in all. Only
+    /// the page is kept in memory.
+    private func songsResult(_ filter: LibraryFilter, _ page: (offset: Int, limit: Int)) throws(CoreError) -> JSONValue {
+        var total = 0
+        var songs: [LibrarySong] = []
+        try store.visitSongs(matching: filter) { found in
+            if total >= page.offset && songs.count < page.limit { songs.append(found) }
+            total += 1
+            return true
+        }
+        return .object([("total", .int(Int64(total))), ("offset", .int(Int64(page.offset))), ("songs", .array(songs.map(song)))])
+    }
+
+    /// A list's page: `offset` (from 0, default 0) and `limit` (1 to
+    /// `pageLimit`, default `pageLimit`).
+    /// - Throws: `invalidRequest` for a value that is not an integer;
+    ///   `invalidArgument` for one out of range.
+    private static func page(_ args: ControlArgs) throws(ControlFailure) -> (offset: Int, limit: Int) {
+        let offset = try args.optionalInt("offset") ?? 0
+        let limit = try args.optionalInt("limit") ?? pageLimit
+        guard offset >= 0 else { throw ControlFailure(.invalidArgument("'offset' must be 0 or more; got \(offset)")) }
+        guard (1...pageLimit).contains(limit) else {
+            throw ControlFailure(.invalidArgument("'limit' must be from 1 to \(pageLimit); got \(limit)"))
+        }
+        return (offset, limit)
     }
 
     /// A song as clients see it: its `uri` (for `queue/add`), the tag

@@ -105,7 +105,7 @@ public struct MPDDatabaseCommands: MPDCommandGroup {
         } catch {
             throw MPDError(error)
         }
-        for song in Self.walkOrder(listing.songs) where !writer.isFull { writer.appendSong(song) }
+        for song in LibraryAggregation.folderOrder(listing.songs, namesInOrder: true) where !writer.isFull { writer.appendSong(song) }
         for playlist in listing.playlists where !writer.isFull { appendPlaylist(playlist, full: true, into: &writer) }
         for directory in listing.directories where !writer.isFull { appendDirectory(directory, full: true, into: &writer) }
         if uri.isEmpty, let storedPlaylists {
@@ -118,49 +118,47 @@ public struct MPDDatabaseCommands: MPDCommandGroup {
     /// top), then everything inside it, recursively; a song's path gives that song.
     func listAll(_ uri: String, full: Bool, into writer: inout MPDResponseWriter) throws(MPDError) {
         guard uri.isEmpty || MPDFilterParser.isSafeLocalURI(uri) else { throw .noSuchDirectory }
-        let entries: [LibraryEntry]
-        do {
-            entries = try library.store.allEntries(under: uri)
-        } catch where error.category == .notFound {
-            if let song = try songIfSafe(uri) {
-                if full { writer.appendSong(song) } else { writer.append("file", song.path) }
-                return
-            }
-            throw .noSuchDirectory
-        } catch {
-            throw MPDError(error)
-        }
         if !uri.isEmpty {
-            appendDirectory(try directory(at: uri), full: full, into: &writer)
-        }
-        var index = 0
-        while index < entries.count && !writer.isFull {
-            guard case .song = entries[index] else {
-                switch entries[index] {
-                case .directory(let d): appendDirectory(d, full: full, into: &writer)
-                case .playlist(let p): appendPlaylist(p, full: full, into: &writer)
-                case .song: break
+            guard let folder = try existingDirectory(at: uri) else {
+                if let song = try songIfSafe(uri) {
+                    if full { writer.appendSong(song) } else { writer.append("file", song.path) }
+                    return
                 }
-                index += 1
-                continue
+                throw .noSuchDirectory
             }
-            // A folder's songs come together: print them in MPD's order.
-            var run: [LibrarySong] = []
-            while index < entries.count, case .song(let song) = entries[index] {
-                run.append(song)
-                index += 1
-            }
-            for song in Self.walkOrder(run) where !writer.isFull {
+            appendDirectory(folder, full: full, into: &writer)
+        }
+        // Streamed folder by folder as read; a folder's songs come together
+        // and are printed in MPD's order.
+        var run: [LibrarySong] = []
+        func printRun(_ writer: inout MPDResponseWriter) {
+            for song in LibraryAggregation.folderOrder(run, namesInOrder: true) where !writer.isFull {
                 if full { writer.appendSong(song) } else { writer.append("file", song.path) }
             }
+            run.removeAll(keepingCapacity: true)
         }
+        try mapped { () throws(CoreError) in
+            try library.store.visitEntries(under: uri) { entry in
+                switch entry {
+                case .song(let song):
+                    run.append(song)
+                    return true
+                case .directory(let d):
+                    printRun(&writer)
+                    appendDirectory(d, full: full, into: &writer)
+                case .playlist(let p):
+                    printRun(&writer)
+                    appendPlaylist(p, full: full, into: &writer)
+                }
+                return !writer.isFull
+            }
+        }
+        printRun(&writer)
     }
 
-    /// The folder record at `path` (its modification time comes from its parent's listing).
-    private func directory(at path: String) throws(MPDError) -> LibraryDirectory {
-        let parent = LibraryDirectory(path: path, modified: 0).parent ?? ""
-        let listing = try mapped { () throws(CoreError) in try library.store.listing(of: parent) }
-        return listing.directories.first { $0.path.utf8.elementsEqual(path.utf8) } ?? LibraryDirectory(path: path, modified: -1)
+    /// The folder record at `path`; nil when the library has no such folder.
+    private func existingDirectory(at path: String) throws(MPDError) -> LibraryDirectory? {
+        try mapped { () throws(CoreError) in try library.store.directory(at: path) }
     }
 
     /// The song at `uri`, or nil; nil without asking the store for a path no

@@ -28,6 +28,14 @@ extension MPDDatabaseCommands {
     /// `find FILTER [sort TYPE] [window START:END]` (`search`: case folded).
     func find(_ args: [String], foldCase: Bool, into writer: inout MPDResponseWriter) throws(MPDError) {
         let selection = try Self.parseSelection(args, foldCase: foldCase)
+        if selection.sort == nil && selection.window == .all {
+            // Streamed as read: no whole answer in memory.
+            try visitSongs(selection.filter) { song in
+                writer.appendSong(song)
+                return !writer.isFull
+            }
+            return
+        }
         for var song in try songs(selection) where !writer.isFull {
             // MPD 0.23 sorts copies (DetachedSong) that lose the audio
             // format: a sorted answer has no `Format:` lines.
@@ -84,6 +92,13 @@ extension MPDDatabaseCommands {
         }
         let filter = try MPDFilterParser.parse(args, foldCase: foldCase)
         return MPDDatabaseSelection(filter: filter, sort: sort, descending: descending, window: window)
+    }
+
+    /// The songs `filter` matches in walk order, handed to `body` as they
+    /// are read, until it returns false.
+    func visitSongs(_ filter: LibraryFilter, _ body: (LibrarySong) -> Bool) throws(MPDError) {
+        try checkBase(filter)
+        try mapped { () throws(CoreError) in try library.store.visitSongs(matching: filter, body) }
     }
 
     /// The selected songs in MPD's order: walk order, then the sort (stable),
@@ -157,14 +172,8 @@ extension MPDDatabaseCommands {
     func checkBase(_ filter: LibraryFilter) throws(MPDError) {
         guard let base = Self.firstBase(filter), !base.isEmpty else { return }
         if MPDFilterParser.isSafeLocalURI(base) {
-            do {
-                _ = try library.store.listing(of: base)
-                return
-            } catch where error.category == .notFound {
-                if try mapped({ () throws(CoreError) in try library.store.song(at: base) }) != nil { return }
-            } catch {
-                throw MPDError(error)
-            }
+            if try mapped({ () throws(CoreError) in try library.store.directory(at: base) }) != nil { return }
+            if try mapped({ () throws(CoreError) in try library.store.song(at: base) }) != nil { return }
         }
         throw .noSuchDirectory
     }
@@ -194,8 +203,9 @@ extension MPDDatabaseCommands {
         var args = Array(args.dropFirst())
         if asciiCaseEqual(typeName, "file") || asciiCaseEqual(typeName, "filename") {
             let filter = args.isEmpty ? LibraryFilter.and([]) : try MPDFilterParser.parse(args, foldCase: false)
-            for song in try songs(MPDDatabaseSelection(filter: filter)) where !writer.isFull {
+            try visitSongs(filter) { song in
                 writer.append("file", song.path)
+                return !writer.isFull
             }
             return
         }

@@ -396,20 +396,26 @@ function songsView(r) {
   return { rows: r.songs.map(songRow), total: r.total, all: r.songs.map((s) => s.uri) };
 }
 
-// A view's rows (with what opening or adding one does) and what "Add all" adds.
-async function fetchView(view) {
-  const ask = (command, args) => client.request("library/" + command, args);
+// A page of a view's rows from `offset` (with what opening or adding one
+// does), how many rows the view has, and what "Add all" adds. The server
+// pages every list (at most 500 rows an answer).
+async function fetchView(view, offset) {
+  const ask = (command, args) => client.request("library/" + command, Object.assign({ offset }, args));
   switch (view.kind) {
-  case "artists":
-    return { rows: (await ask("artists")).artists.map((name) => {
+  case "artists": {
+    const r = await ask("artists");
+    return { total: r.total, rows: r.artists.map((name) => {
       const title = name || "Unknown artist";
       return { name: title, icon: "artist", open: { kind: "albums", artist: name, title } };
     }) };
-  case "albums":
-    return { rows: (await ask("albums", view.artist === undefined ? {} : { artist: view.artist })).albums.map((a) => {
+  }
+  case "albums": {
+    const r = await ask("albums", view.artist === undefined ? {} : { artist: view.artist });
+    return { total: r.total, rows: r.albums.map((a) => {
       const args = a.artist ? { artist: a.artist, album: a.album } : { album: a.album }, title = a.album || "Unknown album";
       return { name: title, icon: "album", sub: view.artist === undefined ? a.artist : "", open: { kind: "songs", args, title }, addSongs: args, label: title };
     }) };
+  }
   case "songs":
     return songsView(await ask("songs", view.args));
   case "search":
@@ -417,7 +423,7 @@ async function fetchView(view) {
   default: {
     const r = await ask("browse", { path: view.path });
     const folders = r.folders.map((f) => ({ name: f.name, icon: "folder", open: { kind: "folder", path: f.uri, title: f.name }, add: f.uri }));
-    return { rows: folders.concat(r.songs.map(songRow)), all: view.path ? [view.path] : null };
+    return { rows: folders.concat(r.songs.map(songRow)), total: r.total, all: view.path ? [view.path] : null };
   }
   }
 }
@@ -426,7 +432,7 @@ async function loadLibrary(focus) {
   const lib = state.library, view = currentView(), seq = ++lib.seq;
   let result = { rows: [] };
   try {
-    result = await fetchView(view);
+    result = await fetchView(view, 0);
     lib.present = true;
   } catch (error) {
     if (error.code === "disconnected" || error.code === "unauthorized") return; // read again once connected
@@ -446,20 +452,52 @@ function renderLibrary(view) {
   $("place").textContent = view.title;
   $("back").hidden = !!lib.query || !lib.stack.length;
   $("add-all").hidden = !(lib.all && lib.all.length);
-  $("browse").replaceChildren(...rows.map((row, i) => {
-    const li = element("li", "row"), entry = element(row.open ? "button" : "span", "entry");
-    li.dataset.index = String(i);
-    entry.dataset.action = "open";
-    entry.append(icon(row.icon || "note"));
-    rowText(entry, row.name, row.sub, row.duration);
-    if (row.open) entry.append(icon("open"));
-    li.append(entry);
-    if (row.add || row.addSongs) li.append(iconButton("add", "Add " + (row.label || row.name), "add"));
-    return li;
-  }));
-  const note = $("browse-note");
+  $("browse").replaceChildren(...rows.map(rowElement));
+  renderBrowseNote();
+}
+
+function rowElement(row, i) {
+  const li = element("li", "row"), entry = element(row.open ? "button" : "span", "entry");
+  li.dataset.index = String(i);
+  entry.dataset.action = "open";
+  entry.append(icon(row.icon || "note"));
+  rowText(entry, row.name, row.sub, row.duration);
+  if (row.open) entry.append(icon("open"));
+  li.append(entry);
+  if (row.add || row.addSongs) li.append(iconButton("add", "Add " + (row.label || row.name), "add"));
+  return li;
+}
+
+// Under the list: how much of it is shown; seen on screen, it loads the next page.
+function renderBrowseNote() {
+  const lib = state.library, rows = lib.rows, note = $("browse-note");
   note.hidden = rows.length > 0 && !(lib.total > rows.length);
-  note.textContent = rows.length ? "Showing " + rows.length + " of " + lib.total + " songs." : lib.query ? "No songs match." : "Nothing here.";
+  note.textContent = rows.length ? "Showing " + rows.length + " of " + lib.total + "…" : lib.query ? "No songs match." : "Nothing here.";
+}
+
+// The next page of the view, appended (only its rows are drawn).
+async function loadMore() {
+  const lib = state.library, view = currentView(), seq = lib.seq;
+  if (lib.loadingMore || !(lib.total > lib.rows.length)) return;
+  lib.loadingMore = true;
+  try {
+    const result = await fetchView(view, lib.rows.length);
+    if (seq !== lib.seq || !result.rows.length) return;
+    const first = lib.rows.length;
+    lib.rows = lib.rows.concat(result.rows);
+    if (result.all && lib.all && view.kind !== "folder") lib.all = lib.all.concat(result.all);
+    lib.total = result.total || lib.total;
+    $("browse").append(...result.rows.map((row, i) => rowElement(row, first + i)));
+    renderBrowseNote();
+  } catch (error) {
+    if (error.code !== "disconnected" && error.code !== "unauthorized") notify(error.message);
+  } finally {
+    lib.loadingMore = false;
+  }
+}
+
+if (typeof IntersectionObserver === "function") {
+  new IntersectionObserver((entries) => { if (entries.some((e) => e.isIntersecting)) loadMore(); }).observe($("browse-note"));
 }
 
 // Appends uris to the queue, in order.

@@ -1,0 +1,284 @@
+// The library's queries that stay fast and lean at 100,000 songs — specs/library.md §Store (Large libraries)
+//
+// Whole-library answers are walked folder by folder (each folder one short
+// read under the reader's lock, so a slow client never holds it and memory is
+// bounded by the largest folder); aggregates without a filter are grouped by
+// SQLite on its indexes; `stats` is kept until the database changes.
+import HarmoniaCore
+import HarmoniaLibrary
+
+extension SQLiteLibraryStore {
+    // MARK: Walks
+
+    /// Songs a filter matches that are gathered, sorted and handed over at
+    /// once; past this many the folders are walked instead.
+    static let gatherLimit = 5_000
+
+    public func visitSongs(matching filter: LibraryFilter, _ body: (LibrarySong) -> Bool) throws(CoreError) {
+        let matcher = try LibraryFilterMatcher(filter)
+        let pushdown = SQLiteFilterPushdown(filter)
+        if pushdown.narrows {
+            // An index or a text test narrows the songs: usually few, read in one pass.
+            var found: [LibrarySong] = []
+            let complete = try forEachCandidate(pushdown, matcher) { song in
+                found.append(song)
+                return found.count <= Self.gatherLimit
+            }
+            if complete {
+                for song in LibraryAggregation.addOrder(found) where !body(song) { return }
+                return
+            }
+        }
+        let top = pushdown.base ?? ""
+        guard let topID = try read({ db in try? Self.directoryID(top, db) }) else {
+            // The base is a song, or not in the library.
+            for song in LibraryAggregation.addOrder(try songs(matching: filter)) where !body(song) { return }
+            return
+        }
+        let clause = "WHERE directory_id = ?" + (pushdown.clauses.isEmpty ? "" : " AND " + pushdown.clauses.joined(separator: " AND "))
+        try walk(from: topID, path: top, songs: (clause, pushdown.values), playlists: false) { entry, folderSongs in
+            guard entry == nil else { return true }  // folders: only their songs are visited
+            for song in LibraryAggregation.folderOrder(folderSongs.filter(matcher.matches)) where !body(song) { return false }
+            return true
+        }
+    }
+
+    public func visitEntries(under directory: String, _ body: (LibraryEntry) -> Bool) throws(CoreError) {
+        let topID = try read { db in try Self.directoryID(directory, db) }
+        try walk(from: topID, path: directory, songs: ("WHERE directory_id = ?", []), playlists: true) { entry, folderSongs in
+            if let entry { return body(entry) }
+            for song in NaturalOrder.sorted(folderSongs, byName: { LibraryPathName.of($0.path) }) where !body(.song(song)) {
+                return false
+            }
+            return true
+        }
+    }
+
+    public func directory(at path: String) throws(CoreError) -> LibraryDirectory? {
+        try read { db in
+            try db.withCached("SELECT path, modified FROM directory WHERE path = ?") { row in
+                try row.bind([.text(path)])
+                return try row.step() ? LibraryDirectory(path: row.text(0) ?? "", modified: row.int64(1) ?? 0) : nil
+            }
+        }
+    }
+
+    /// The songs the pushed-down clause selects that `matcher` matches, in
+    /// no order, in one pass under the reader's lock, until `body` returns
+    /// false. Returns false when `body` stopped it.
+    func forEachCandidate(_ pushdown: SQLiteFilterPushdown, _ matcher: LibraryFilterMatcher,
+                          _ body: (LibrarySong) -> Bool) throws(CoreError) -> Bool {
+        try read { db in
+            try db.withCached("SELECT \(SQLiteRows.songColumns) FROM song \(pushdown.whereClause)") { statement in
+                try statement.bind(pushdown.values)
+                while try statement.step() {
+                    let song = SQLiteRows.song(from: statement)
+                    if matcher.matches(song), !body(song) { return false }
+                }
+                return true
+            }
+        }
+    }
+
+    /// Depth first from the folder `topID` (at `top`): for each folder, the
+    /// folder itself as `.directory` (not the top), its songs, its playlists
+    /// (when `playlists`), then its subfolders in natural order. `body` gets
+    /// an entry, or nil and a folder's songs (the rows of `songs.clause`, the
+    /// folder's id bound first), to order and hand on; it returns false to
+    /// stop. The folder tree is read first (a row per folder); the songs are
+    /// read a run of folders at a time, each run one read transaction under
+    /// the reader's lock, so a slow client never holds it.
+    private func walk(from topID: Int64, path top: String, songs: (clause: String, values: [SQLiteValue]), playlists: Bool,
+                      _ body: (LibraryEntry?, [LibrarySong]) -> Bool) throws(CoreError) {
+        let range = SQLiteFilterPushdown.pathRange(under: top)
+        let inside = top.isEmpty ? "WHERE path <> ''" : "WHERE path >= ? AND path < ?"
+        let bounds: [SQLiteValue] = top.isEmpty ? [] : [.text(range.from), .text(range.to)]
+        let (folders, lists) = try read { db in
+            var children: [Int64: [(Int64, LibraryDirectory)]] = [:]
+            try db.withCached("SELECT id, parent_id, path, modified FROM directory \(inside)") { statement in
+                try statement.bind(bounds)
+                while try statement.step() {
+                    children[statement.int64(1) ?? 0, default: []].append(
+                        (statement.int64(0) ?? 0, LibraryDirectory(path: statement.text(2) ?? "", modified: statement.int64(3) ?? 0)))
+                }
+            }
+            var lists: [Int64: [LibraryPlaylist]] = [:]
+            if playlists {
+                try db.withCached("SELECT directory_id, path, modified FROM playlist \(top.isEmpty ? "" : inside)") { statement in
+                    try statement.bind(bounds)
+                    while try statement.step() {
+                        lists[statement.int64(0) ?? 0, default: []].append(
+                            LibraryPlaylist(path: statement.text(1) ?? "", modified: statement.int64(2) ?? 0))
+                    }
+                }
+            }
+            return (children, lists)
+        }
+        // Tree order: each folder before its contents, siblings in natural order.
+        var order: [(Int64, LibraryDirectory?)] = []
+        var stack: [(Int64, LibraryDirectory?)] = [(topID, nil)]
+        while let (id, directory) = stack.popLast() {
+            order.append((id, directory))
+            let subfolders = NaturalOrder.sorted(folders[id] ?? [], byName: { LibraryPathName.of($0.1.path) })
+            stack += subfolders.filter { $0.0 != id }.reversed().map { ($0.0, $0.1) }
+        }
+        var next = 0
+        while next < order.count {
+            // A run of folders, up to about `runSongs` songs, read together.
+            let run = try read { db in
+                try db.execute("BEGIN")
+                defer { try? db.execute("COMMIT") }
+                var run: [[LibrarySong]] = []
+                var count = 0
+                while next + run.count < order.count, count < Self.runSongs {
+                    let found = try Self.songs(songs.clause, [.integer(order[next + run.count].0)] + songs.values, db)
+                    count += found.count + 1
+                    run.append(found)
+                }
+                return run
+            }
+            for found in run {
+                let (id, directory) = order[next]
+                next += 1
+                if let directory, !body(.directory(directory), []) { return }
+                guard body(nil, found) else { return }
+                for list in NaturalOrder.sorted(lists[id] ?? [], byName: { LibraryPathName.of($0.path) })
+                where !body(.playlist(list), []) { return }
+            }
+        }
+    }
+
+    /// The songs of a run of folders read in one transaction (`walk`).
+    private static let runSongs = 2_000
+
+    // MARK: Aggregates
+
+    /// Distinct artists and albums, songs, playtime: grouped by SQLite on
+    /// the indexes (values split in Swift: a column may hold several), and
+    /// kept until a write is committed (`PRAGMA data_version`).
+    public func stats() throws(CoreError) -> LibraryStats {
+        try read { db in
+            let version = try db.integer("PRAGMA data_version") ?? 0
+            if let cached = cachedStats, cached.dataVersion == version { return cached.stats }
+            func distinct(_ column: String) throws -> Int {
+                var values = Set<[UInt8]>()
+                try db.withCached("SELECT DISTINCT \(column) FROM song WHERE \(column) IS NOT NULL") { rows in
+                    while try rows.step() {
+                        for value in SQLiteRows.values(rows.text(0)) ?? [] where !value.isEmpty { values.insert(Array(value.utf8)) }
+                    }
+                }
+                return values.count
+            }
+            let total = try Self.total("", [], db)
+            let lastUpdate = try db.withCached("SELECT value FROM library_state WHERE key = 'last_update'") { row in
+                try row.step() ? row.int64(0) : nil
+            }
+            let stats = LibraryStats(artists: try distinct("artist"), albums: try distinct("album"), songs: total.songs,
+                                     playtime: total.playtime, lastUpdate: lastUpdate)
+            cachedStats = (version, stats)
+            return stats
+        }
+    }
+
+    public func tagValues(_ tag: LibraryTag, groupedBy groups: [LibraryTag], matching filter: LibraryFilter) throws(CoreError) -> [LibraryTagRow] {
+        guard filter.isEverything else {
+            var rows = Set<LibraryTagRow>()
+            try forEachMatch(filter) { song in
+                LibraryAggregation.insertRows(of: song, tag, groupedBy: groups, into: &rows)
+            }
+            return LibraryAggregation.sortedRows(rows)
+        }
+        let expressions = (groups + [tag]).map(SQLiteLibrarySchema.listExpression).joined(separator: ", ")
+        return try read { db in
+            // SQLite groups on the index in byte order (BINARY): while no row
+            // holds several values or repeats one (NULL and '' are both ""),
+            // its rows are the answer as they come.
+            var sorted: [LibraryTagRow] = []
+            var rows = Set<LibraryTagRow>()
+            try db.withCached("SELECT \(expressions) FROM song GROUP BY \(expressions)") { statement in
+                while try statement.step() {
+                    let lists = (0...groups.count).map { SQLiteRows.values(statement.text(Int32($0))) ?? [""] }
+                    if rows.isEmpty, lists.allSatisfy({ $0.count == 1 }) {
+                        let row = LibraryTagRow(groups: lists.dropLast().map { $0[0] }, value: lists[groups.count][0])
+                        if sorted.last.map({ LibraryAggregation.byteLess($0, row) }) ?? true {
+                            sorted.append(row)
+                            continue
+                        }
+                    }
+                    if rows.isEmpty { rows.formUnion(sorted) }
+                    LibraryAggregation.insertRows(lists, into: &rows)
+                }
+            }
+            return rows.isEmpty ? sorted : LibraryAggregation.sortedRows(rows)
+        }
+    }
+
+    /// Hands each song `filter` matches to `body`, in no order, in one pass
+    /// (aggregates: what SQL can narrow is narrowed there).
+    private func forEachMatch(_ filter: LibraryFilter, _ body: (LibrarySong) -> Void) throws(CoreError) {
+        let matcher = try LibraryFilterMatcher(filter)
+        _ = try forEachCandidate(SQLiteFilterPushdown(filter), matcher) { song in
+            body(song)
+            return true
+        }
+    }
+
+    public func count(matching filter: LibraryFilter) throws(CoreError) -> LibraryCount {
+        guard filter.isEverything else {
+            var total = LibraryCount()
+            try forEachMatch(filter) { song in
+                total.songs += 1
+                total.playtime += SQLiteRows.seconds(song.duration)
+            }
+            return total
+        }
+        return try read { db in try Self.total("", [], db) }
+    }
+
+    public func count(matching filter: LibraryFilter, groupedBy tag: LibraryTag) throws(CoreError) -> [LibraryGroupCount] {
+        var groups: [String: LibraryCount] = [:]
+        func add(_ values: [String], _ songs: Int, _ playtime: Double) {
+            for value in values {
+                groups[value, default: LibraryCount()].songs += songs
+                groups[value, default: LibraryCount()].playtime += playtime
+            }
+        }
+        if filter.isEverything {
+            let expression = SQLiteLibrarySchema.listExpression(tag)
+            try read { db in
+                try db.withCached("SELECT \(expression), count(*), \(Self.playtimeSum) FROM song GROUP BY \(expression)") { rows in
+                    while try rows.step() {
+                        add(SQLiteRows.values(rows.text(0)) ?? [""], SQLiteRows.count(rows.int64(1)), SQLiteRows.seconds(rows.double(2)))
+                    }
+                }
+            }
+        } else {
+            try forEachMatch(filter) { song in add(song.values(of: tag), 1, SQLiteRows.seconds(song.duration)) }
+        }
+        return groups.map { LibraryGroupCount(value: $0.key, count: $0.value) }.sorted { LibraryText.byteLess($0.value, $1.value) }
+    }
+
+    /// The sum of the known durations, an absurd stored one (negative, infinite) counted 0.
+    private static let playtimeSum = "total(CASE WHEN duration >= 0 AND duration <= 1e15 THEN duration ELSE 0 END)"
+
+    /// Songs and playtime of the rows `clause` selects.
+    private static func total(_ clause: String, _ values: [SQLiteValue], _ db: SQLiteConnection) throws -> LibraryCount {
+        try db.withCached("SELECT count(*), \(playtimeSum) FROM song \(clause)") { row in
+            try row.bind(values)
+            guard try row.step() else { return LibraryCount() }
+            return LibraryCount(songs: SQLiteRows.count(row.int64(0)), playtime: SQLiteRows.seconds(row.double(1)))
+        }
+    }
+}
+
+extension LibraryFilter {
+    /// True for a filter every song matches: no condition at all (`.and([])`,
+    /// nested, or the top folder as base).
+    var isEverything: Bool {
+        switch self {
+        case .and(let parts): parts.allSatisfy(\.isEverything)
+        case .base(let directory): directory.isEmpty
+        default: false
+        }
+    }
+}
