@@ -95,13 +95,19 @@ extension PulseAudioOutputAdapter {
         // (measured: 14–23 ms lost at the start of every stream).
         let frameBytes = UInt32(channels * 4)
         let prebuffer = min(latencyBytes / 2, UInt32(max(rt.ring.readableFrames, 1)) * frameBytes) / frameBytes * frameBytes
-        // The server asks for audio once a quarter of the buffer has played
-        // (minreq), as PulseAudio chooses by itself; pipewire-pulse, left to
-        // choose, asks at every graph cycle (43 times a second), and each
-        // request costs both main loops a round trip (measured on the tests'
-        // PipeWire, a FLAC: our main loop's thread 5.2 -> 1.7 ms a second).
+        // At a long target latency (the default 500 ms) the server asks for
+        // audio once a quarter of the buffer has played (minreq), as
+        // PulseAudio chooses by itself; pipewire-pulse, left to choose, asks
+        // at every graph cycle (43 times a second), and each request costs
+        // both main loops a round trip (measured on the tests' PipeWire, a
+        // FLAC: our main loop's thread 5.2 -> 1.7 ms a second). A short
+        // target leaves it to the server: there pipewire-pulse takes minreq
+        // as the node's latency, and a quarter of 20 ms would shrink the
+        // graph's cycle for every client.
+        let minimumRequest = Self.clampedLatency(options.latency) >= Self.longLatency
+            ? latencyBytes / 4 / frameBytes * frameBytes : UInt32.max
         var attributes = pa_buffer_attr(maxlength: UInt32.max, tlength: latencyBytes, prebuf: max(prebuffer, frameBytes),
-                                        minreq: latencyBytes / 4 / frameBytes * frameBytes, fragsize: UInt32.max)
+                                        minreq: minimumRequest, fragsize: UInt32.max)
         // No AUTO_TIMING_UPDATE: with it, pa_stream_write itself sends timing
         // requests, whose reply registration allocates now and then inside
         // the write callback (measured: 7 allocations in a minute). The timing
@@ -256,4 +262,7 @@ extension PulseAudioOutputAdapter {
     }
 
     static func clampedLatency(_ latency: Double) -> Double { min(max(latency, 0.01), 2) }
+
+    /// Target latencies from this one on (seconds) set minreq to a quarter of the buffer.
+    static let longLatency = 0.2
 }
