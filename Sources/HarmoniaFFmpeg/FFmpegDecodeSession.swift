@@ -111,9 +111,11 @@ final class FFmpegDecodeSession {
 
         r = FFmpegDecodeResources(channels: channels)
 
-        guard let decoder = avcodec_find_decoder(parameters.codec_id) else {
-            let name = String(cString: avcodec_get_name(parameters.codec_id))
-            throw Self.fail(input, .unsupported("\(url): no decoder for codec '\(name)' in the installed FFmpeg"))
+        let decoder: UnsafePointer<AVCodec>
+        do {
+            decoder = try Self.decoder(for: input)
+        } catch {
+            throw Self.fail(input, error)
         }
         r.codec = avcodec_alloc_context3(decoder)
         guard r.packet != nil, r.frame != nil, r.codec != nil else {
@@ -147,16 +149,7 @@ final class FFmpegDecodeSession {
         totalFrames = gapless.totalFrames
         nextDecodedPosition = -startDelay
 
-        let codecName = String(cString: avcodec_get_name(parameters.codec_id))
-        let bitrate = parameters.bit_rate > 0 ? parameters.bit_rate : input.format!.pointee.bit_rate
-        let estimated = input.format!.pointee.duration
-        var info = StreamInfo(totalFrames: totalFrames, sampleRate: Double(sampleRate), channels: channels,
-                              bitDepth: Self.bitDepth(parameters), codec: codecName,
-                              bitrate: bitrate >= 500 ? Int((Double(bitrate) / 1000).rounded()) : nil)
-        if totalFrames == nil, estimated > 0, estimated / Int64(AV_TIME_BASE) <= Self.maxDeclaredSeconds {
-            info.duration = Double(estimated) / Double(AV_TIME_BASE)  // an estimate, for display only
-        }
-        self.info = info
+        self.info = Self.streamInfo(of: input, totalFrames: totalFrames)
 
         // Decode the first frame now: a stream that cannot produce any audio
         // fails at open, and the timeline gets its origin.
@@ -166,6 +159,34 @@ final class FFmpegDecodeSession {
             close()
             throw error
         }
+    }
+
+    /// The decoder for `input`'s stream.
+    /// - Throws: `unsupported` when the installed FFmpeg has none for its codec.
+    static func decoder(for input: FFmpegInput) throws(CoreError) -> UnsafePointer<AVCodec> {
+        let id = input.parameters.pointee.codec_id
+        guard let decoder = avcodec_find_decoder(id) else {
+            throw .unsupported("\(input.url): no decoder for codec '\(String(cString: avcodec_get_name(id)))' in the installed FFmpeg")
+        }
+        return decoder
+    }
+
+    /// The `StreamInfo` of `input`'s stream, whose exact length is
+    /// `totalFrames` (`gaplessInfo`), from its parameters alone: what the
+    /// session reports, without a codec (`FFmpegTagReaderAdapter.readHeaders`).
+    static func streamInfo(of input: FFmpegInput, totalFrames: Int64?) -> StreamInfo {
+        let parameters = input.parameters.pointee
+        let codecName = String(cString: avcodec_get_name(parameters.codec_id))
+        let bitrate = parameters.bit_rate > 0 ? parameters.bit_rate : input.format!.pointee.bit_rate
+        let estimated = input.format!.pointee.duration
+        var info = StreamInfo(totalFrames: totalFrames, sampleRate: Double(parameters.sample_rate),
+                              channels: Int(parameters.ch_layout.nb_channels),
+                              bitDepth: Self.bitDepth(parameters), codec: codecName,
+                              bitrate: bitrate >= 500 ? Int((Double(bitrate) / 1000).rounded()) : nil)
+        if totalFrames == nil, estimated > 0, estimated / Int64(AV_TIME_BASE) <= Self.maxDeclaredSeconds {
+            info.duration = Double(estimated) / Double(AV_TIME_BASE)  // an estimate, for display only
+        }
+        return info
     }
 
     /// Closes `input` and returns `error`, for failures inside init.
@@ -658,6 +679,18 @@ final class FFmpegDecodeSession {
     /// - Throws: `decodeError` when there is no packet.
     private static func sendFirstPacket(input: FFmpegInput, codec: UnsafeMutablePointer<AVCodecContext>,
                                         packet: UnsafeMutablePointer<AVPacket>) throws(CoreError) -> (timestamp: Int64, skip: Int64) {
+        let first = try readFirstPacket(input: input, packet: packet)
+        defer { av_packet_unref(packet) }
+        _ = avcodec_send_packet(codec, packet)  // a bad first packet shows up in receive
+        return first
+    }
+
+    /// Reads up to the stream's first packet, left in `packet` (the caller
+    /// unreferences it); returns its timestamp (or the stream's start time
+    /// when it has none) and the start skip FFmpeg attached to it.
+    /// - Throws: `decodeError` when there is no packet.
+    static func readFirstPacket(input: FFmpegInput,
+                                packet: UnsafeMutablePointer<AVPacket>) throws(CoreError) -> (timestamp: Int64, skip: Int64) {
         while true {
             let read = av_read_frame(input.format, packet)
             if read < 0 {
@@ -669,9 +702,11 @@ final class FFmpegDecodeSession {
                 }
                 throw error.coreError(url: input.url, while: "reading the first packet")
             }
-            defer { av_packet_unref(packet) }
             input.readGuard.packetDelivered()
-            guard packet.pointee.stream_index == input.streamIndex else { continue }
+            guard packet.pointee.stream_index == input.streamIndex else {
+                av_packet_unref(packet)
+                continue
+            }
             var size = 0
             var skip: Int64 = 0
             if let side = av_packet_get_side_data(packet, AV_PKT_DATA_SKIP_SAMPLES, &size), size >= 4 {
@@ -682,7 +717,6 @@ final class FFmpegDecodeSession {
                 let start = input.stream.pointee.start_time
                 timestamp = start != hc_nopts_value() ? start : 0
             }
-            _ = avcodec_send_packet(codec, packet)  // a bad first packet shows up in receive
             return (timestamp, skip)
         }
     }

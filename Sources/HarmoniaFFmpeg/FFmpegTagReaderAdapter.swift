@@ -29,6 +29,29 @@ public struct FFmpegTagReaderAdapter: TagReaderPort {
         return (Self.tags(of: session), session.info)
     }
 
+    /// What `readWithStreamInfo(url:)` returns, from the container's headers
+    /// alone: the same open, probe, stream analysis and first packet, the
+    /// same exact length (`FFmpegDecodeSession.gaplessInfo`), but no decoder
+    /// opened and no frame decoded or converted. For the library scan
+    /// (specs/library.md §Scanner), where that decode was most of the cost of
+    /// a file. A file whose headers are sound but whose first frame does not
+    /// decode is read here and refused by `readWithStreamInfo` (and by playback).
+    /// - Throws: as `read(url:)`, less the decoder's own failures.
+    public func readHeaders(url: String) throws(CoreError) -> (tags: TagBundle, stream: StreamInfo) {
+        let input = try FFmpegInput(url: url)
+        defer { input.close() }
+        _ = try FFmpegDecodeSession.decoder(for: input)
+        // The first packet, as the decoder reads it: a file without one is refused here too.
+        var packet = av_packet_alloc()
+        guard packet != nil else { throw .ioError("\(url): out of memory allocating a packet") }
+        defer { av_packet_free(&packet) }
+        let first = try FFmpegDecodeSession.readFirstPacket(input: input, packet: packet!)
+        av_packet_unref(packet)
+        let totalFrames = FFmpegDecodeSession.gaplessInfo(of: input, firstPacketSkip: first.skip).totalFrames
+        let info = FFmpegDecodeSession.streamInfo(of: input, totalFrames: totalFrames)
+        return (Self.tags(of: input, info: info), info)
+    }
+
     /// `readWithStreamInfo(url:)` over `bytes` in memory (a custom
     /// AVIOContext); `name` stands for the file in messages. For the fuzz targets.
     package func readWithStreamInfo(bytes: [UInt8], name: String) throws(CoreError) -> (tags: TagBundle, stream: StreamInfo) {
@@ -59,8 +82,11 @@ public struct FFmpegTagReaderAdapter: TagReaderPort {
     /// file's own tag blocks (`NativeTagLists`) when it has them: FFmpeg's
     /// dictionary joins or cuts lists. `lists: false` leaves them to the caller.
     static func tags(of session: FFmpegDecodeSession, lists: Bool = true) -> TagBundle {
-        let input = session.input
-        let info = session.info
+        tags(of: session.input, info: session.info, lists: lists)
+    }
+
+    /// The tags of an open input whose stream is described by `info`.
+    static func tags(of input: FFmpegInput, info: StreamInfo, lists: Bool = true) -> TagBundle {
         let url = input.url
         var tags = Self.tags(from: MetadataLookup(input.metadataEntries()))
         if lists, url.hasPrefix("file://") || !url.contains("://") {

@@ -53,7 +53,7 @@ public struct LibraryScanSummary: Sendable, Equatable {
 /// batch in progress, and the next scan completes the work.
 public final class LibraryScanner: Sendable {
     /// Reads a file's tags and stream facts, given its absolute path
-    /// (`FFmpegTagReaderAdapter().readWithStreamInfo(url:)`).
+    /// (`FFmpegTagReaderAdapter().readHeaders(url:)`: no audio decoded).
     public typealias TagReader = @Sendable (String) throws(CoreError) -> (tags: TagBundle, stream: StreamInfo)
 
     public struct Options: Sendable {

@@ -156,7 +156,7 @@ struct ServeCommand: ParsableCommand {
         }
         defer { store.close() }
         let tagReader = FFmpegTagReaderAdapter()
-        let scanner = LibraryScanner(musicDirectory: musicDirectory, store: store, readTags: tagReader.readWithStreamInfo(url:),
+        let scanner = LibraryScanner(musicDirectory: musicDirectory, store: store, readTags: tagReader.readHeaders(url:),
                                      warn: { Console.err("harmonia-play: library: " + Console.oneLine($0)) })
         let updater = LibraryUpdater(scanner: scanner)
         defer { updater.close() }

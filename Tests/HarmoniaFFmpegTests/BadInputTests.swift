@@ -37,6 +37,17 @@ struct BadInputTests {
         #expect(tagError?.category == openError?.category, "\(input.name)")
     }
 
+    @Test("the library scan's header reader refuses what a full read refuses at the headers, in the same category",
+          arguments: Fixtures.bad)
+    func headerReader(input: BadInput) {
+        let headerError = coreError { _ = try FFmpegTagReaderAdapter().readHeaders(url: input.path) }
+        let fullError = coreError { _ = try FFmpegTagReaderAdapter().readWithStreamInfo(url: input.path) }
+        if let headerError {
+            #expect(headerError.category == fullError?.category, "\(input.name): \(headerError.message)")
+            #expect(headerError.message.contains(input.path), "the message must name the file: \(headerError.message)")
+        }
+    }
+
     @Test("a truncated file delivers every frame before the cut, then decodeError with the position")
     func truncatedDeliversWhatItHas() throws {
         for input in Fixtures.bad where input.kind == "truncated" && input.source != nil {

@@ -59,6 +59,17 @@ struct FFmpegTagReaderTests {
         #expect(throws: CoreError.self) { try decoder.tags(handle) }
     }
 
+    @Test("readHeaders (the library scan's, no audio decoded) gives what readWithStreamInfo gives, every field",
+          arguments: Fixtures.all)
+    func headersEqualFullRead(fixture: Fixture) throws {
+        let reader = FFmpegTagReaderAdapter()
+        let headers = try reader.readHeaders(url: fixture.path)
+        let full = try reader.readWithStreamInfo(url: fixture.path)
+        #expect(headers.stream == full.stream, "\(fixture)")
+        #expect(headers.tags == full.tags, "\(fixture)")
+        #expect(headers.stream.totalFrames == Int64(fixture.frames), "\(fixture)")
+    }
+
     @Test("technical fields come from the stream: exact duration, rate, channels, codec, size", arguments: Fixtures.all)
     func technical(fixture: Fixture) throws {
         let tags = try FFmpegTagReaderAdapter().read(url: fixture.path)
