@@ -76,6 +76,9 @@ umount "$R/proc"
 
 echo harmonia-boot-check > "$R/etc/hostname"
 echo '/dev/vda / ext4 rw,errors=remount-ro 0 1' > "$R/etc/fstab"
+# As Debian's installer writes it (debootstrap does not): without it
+# "localhost" does not resolve (no nss-myhostname in a minimal system).
+printf '127.0.0.1\tlocalhost\n127.0.1.1\tharmonia-boot-check\n::1\tlocalhost ip6-localhost ip6-loopback\n' > "$R/etc/hosts"
 chroot "$R" useradd -m -u 1000 -s /bin/bash tester
 mkdir -p "$R/var/lib/systemd/linger" && touch "$R/var/lib/systemd/linger/tester"
 install -d "$R/srv/music" "$R/home/tester/Music" "$R/root/boot-check"
