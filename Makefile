@@ -150,6 +150,10 @@ test: test-unit test-pipewire test-hostile test-examples test-asan test-tsan tes
 # takes several minutes more than make test's budget has (the package's
 # layout, units, pages and scripts are the same; its Depends then leave out
 # the toolchain's Swift libraries, which the release binary links in).
+# Under a real, booted systemd (a debootstrapped Debian 12 in qemu: apt
+# install of the .deb, both units playing to mpc, reload, stop, purge):
+# Tests/Install/boot_check.sh [PACKAGE.deb], a manual check (10-20 minutes,
+# network for debootstrap), not part of make test.
 test-install: deps swift
 	$(SWIFT) build --product harmonia-play
 	BINARY=$$($(SWIFT) build --show-bin-path)/harmonia-play bash Tests/Install/install_test.sh
