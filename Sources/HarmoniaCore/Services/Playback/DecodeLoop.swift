@@ -135,10 +135,11 @@ extension DefaultPlaybackService {
             return .again
         }
         let aheadLimit = Int64(clampingFrames: configuration.decodeAhead * current.info.sampleRate)
-        if timeline.written - output.framesPlayed >= aheadLimit { return wait }
+        let queued = timeline.written - output.framesPlayed
+        if queued >= aheadLimit { return wait }
         // An open releases the engine: the next step looks at the state afresh.
         if unlockForRead && openNextEarly(after: current, aheadLimit: aheadLimit) { return .again }
-        decodeChunk(current, into: unlockForRead ? threadBuffer : controlBuffer, unlockForRead: unlockForRead)
+        decodeChunk(current, into: unlockForRead ? threadBuffer : controlBuffer, queued: queued, unlockForRead: unlockForRead)
         return .again
     }
 
@@ -156,13 +157,12 @@ extension DefaultPlaybackService {
     /// The smallest read: what the decoder reads while little is queued.
     private static let smallestReadFrames: Int64 = 4096
 
-    private func decodeChunk(_ open: OpenTrack, into buffer: SampleBuffer, unlockForRead: Bool) {
+    private func decodeChunk(_ open: OpenTrack, into buffer: SampleBuffer, queued: Int64, unlockForRead: Bool) {
         // A read is as long as what is already queued, from 4096 frames up
         // to `chunkFrames`: sound starts (a prefill, the first read of a
         // stream) and comes back (after an underrun) as soon as one small
         // read is decoded, and a read that waits on a slow network has
         // that much audio before it; the steady refill reads large batches.
-        let queued = max(0, timeline.written &- output.framesPlayed)
         var want = min(Int64(configuration.chunkFrames), max(Self.smallestReadFrames, queued))
         if let end = open.endFrame { want = min(want, end - open.nextFrame) }
         if let end = range?.end, open === timeline.segments.first?.open {
