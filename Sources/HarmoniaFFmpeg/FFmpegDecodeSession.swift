@@ -177,7 +177,14 @@ final class FFmpegDecodeSession {
     static func streamInfo(of input: FFmpegInput, totalFrames: Int64?) -> StreamInfo {
         let parameters = input.parameters.pointee
         let codecName = String(cString: avcodec_get_name(parameters.codec_id))
-        let bitrate = parameters.bit_rate > 0 ? parameters.bit_rate : input.format!.pointee.bit_rate
+        var bitrate = parameters.bit_rate > 0 ? parameters.bit_rate : input.format!.pointee.bit_rate
+        // Without FFmpeg's stream analysis (`FFmpegInput(headersOnly:)`), the
+        // container's rate is the file's size over its length, as that analysis computes it.
+        if bitrate <= 0, let frames = totalFrames, frames > 0, parameters.sample_rate > 0,
+           let io = input.format!.pointee.pb, avio_size(io) > 0 {
+            let estimate = Double(avio_size(io)) * 8 * Double(parameters.sample_rate) / Double(frames)
+            if estimate < 1e12 { bitrate = Int64(estimate) }  // a forged length cannot overflow it
+        }
         let estimated = input.format!.pointee.duration
         var info = StreamInfo(totalFrames: totalFrames, sampleRate: Double(parameters.sample_rate),
                               channels: Int(parameters.ch_layout.nb_channels),

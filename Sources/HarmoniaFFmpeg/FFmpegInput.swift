@@ -45,9 +45,12 @@ final class FFmpegInput {
     ///   at FFmpeg's next check (specs/ports.md §DecoderPort (Interrupting I/O)).
     /// - Parameter memory: when given, its bytes are the source and `url`
     ///   only names them in messages.
+    /// - Parameter headersOnly: skip FFmpeg's stream analysis (which decodes
+    ///   frames) when the container's headers describe the stream completely
+    ///   (`hasCompleteAudioHeader`): for reading tags, never for a decoder.
     init(url: String, network: FFmpegNetworkSettings = FFmpegNetworkSettings(),
          interrupt: FFmpegInterruptFlag = FFmpegInterruptFlag(),
-         memory: FFmpegMemorySource? = nil) throws(CoreError) {
+         memory: FFmpegMemorySource? = nil, headersOnly: Bool = false) throws(CoreError) {
         _ = ffmpegProcessSettings
         guard !url.isEmpty else { throw .invalidArgument("url is empty: give a file path or an http(s) URL") }
         self.url = url
@@ -165,7 +168,7 @@ final class FFmpegInput {
             // PCM needs no analysis: its header says everything. FFmpeg would
             // read (and "decode") up to five seconds of it first — a 1 s WAV
             // cost about 12 ms more to open than a FLAC; now about the same.
-            if !Self.isPCMWithCompleteHeader(format!) {
+            if !Self.isPCMWithCompleteHeader(format!), !(headersOnly && Self.hasCompleteAudioHeader(format!)) {
                 try check(avformat_find_stream_info(format, nil), "avformat_find_stream_info")
             }
         } catch {
@@ -229,6 +232,18 @@ final class FFmpegInput {
                   av_get_bits_per_sample(parameters.codec_id) > 0 else { return false }
         }
         return true
+    }
+
+    /// Whether the headers alone describe the one audio stream completely:
+    /// a FLAC whose STREAMINFO gives its rate, channels and length, so tags
+    /// can be read without that analysis. Other containers keep it: an MP3's
+    /// channels, an Opus file's bit rate and a truncated WavPack's failure
+    /// are found only by it (FFmpegTagReaderAdapterTests, BadInputTests).
+    static func hasCompleteAudioHeader(_ format: UnsafeMutablePointer<AVFormatContext>) -> Bool {
+        guard format.pointee.nb_streams == 1, let stream = format.pointee.streams?[0],
+              let parameters = stream.pointee.codecpar?.pointee else { return false }
+        return parameters.codec_type == AVMEDIA_TYPE_AUDIO && parameters.codec_id == AV_CODEC_ID_FLAC
+            && parameters.sample_rate > 0 && parameters.ch_layout.nb_channels > 0 && stream.pointee.duration > 0
     }
 
     /// Bytes `avformat_find_stream_info` may read from a network source.

@@ -38,7 +38,7 @@ public struct FFmpegTagReaderAdapter: TagReaderPort {
     /// decode is read here and refused by `readWithStreamInfo` (and by playback).
     /// - Throws: as `read(url:)`, less the decoder's own failures.
     public func readHeaders(url: String) throws(CoreError) -> (tags: TagBundle, stream: StreamInfo) {
-        let input = try FFmpegInput(url: url)
+        let input = try FFmpegInput(url: url, headersOnly: true)
         defer { input.close() }
         _ = try FFmpegDecodeSession.decoder(for: input)
         // The first packet, as the decoder reads it: a file without one is refused here too.
