@@ -40,6 +40,37 @@ public enum LibraryTag: String, CaseIterable, Sendable, Codable, Hashable {
         guard let tag = Self.allCases.first(where: { $0.name.caseInsensitiveCompare(name) == .orderedSame }) else { return nil }
         self = tag
     }
+
+    // Hashed and compared by case, not by raw value: the standard library's
+    // RawRepresentable defaults would hash and compare the raw value's
+    // string, and a song's tags are a dictionary looked up some thirty times
+    // per song printed (specs/library.md §Figures).
+    public func hash(into hasher: inout Hasher) { hasher.combine(ordinal) }
+
+    public static func == (a: Self, b: Self) -> Bool { a.ordinal == b.ordinal }
+
+    /// The case's place in the declaration.
+    private var ordinal: UInt8 {
+        switch self {
+        case .artist: 0
+        case .albumArtist: 1
+        case .album: 2
+        case .title: 3
+        case .track: 4
+        case .genre: 5
+        case .date: 6
+        case .composer: 7
+        case .disc: 8
+        case .comment: 9
+        case .performer: 10
+        case .musicBrainzArtistID: 11
+        case .musicBrainzAlbumID: 12
+        case .musicBrainzAlbumArtistID: 13
+        case .musicBrainzTrackID: 14
+        case .musicBrainzReleaseTrackID: 15
+        case .musicBrainzWorkID: 16
+        }
+    }
 }
 
 /// One song file in the library. `path` is relative to the music directory,

@@ -58,15 +58,23 @@ public struct MPDResponseWriter: Sendable {
 
     /// Appends raw bytes (the caller adds any newline).
     public mutating func appendRaw(_ data: some Collection<UInt8>) {
-        guard !isOverflowed else { return }
-        if sink != nil && bytes.count + data.count > Self.streamChunkBytes && !bytes.isEmpty {
-            guard flush() else { return }
-        }
-        guard bytes.count + data.count <= limit else {
-            isOverflowed = true
-            return
-        }
+        guard makeRoom(for: data.count) else { return }
         bytes.append(contentsOf: data)
+    }
+
+    /// Whether `count` more bytes may be appended to `bytes`: what is kept
+    /// is handed to the sink first when they would pass a chunk; false, and
+    /// `isOverflowed` set, past the limit or when the sink's client has gone.
+    private mutating func makeRoom(for count: Int) -> Bool {
+        guard !isOverflowed else { return false }
+        if sink != nil && bytes.count + count > Self.streamChunkBytes && !bytes.isEmpty {
+            guard flush() else { return false }
+        }
+        guard bytes.count + count <= limit else {
+            isOverflowed = true
+            return false
+        }
+        return true
     }
 
     /// Hands what is kept to the sink (nothing without one); false, and
@@ -95,14 +103,13 @@ public struct MPDResponseWriter: Sendable {
     public mutating func append(_ key: String, _ value: String) {
         guard !isOverflowed else { return }
         if Self.hasNoNewline(value) {
-            // The common case, without a String built per line.
-            var line = [UInt8]()
-            line.reserveCapacity(key.utf8.count + value.utf8.count + 3)
-            line.append(contentsOf: key.utf8)
-            line.append(contentsOf: [UInt8(ascii: ":"), UInt8(ascii: " ")])
-            line.append(contentsOf: value.utf8)
-            line.append(0x0A)
-            appendRaw(line)
+            // The common case: copied straight into `bytes`, no line built.
+            guard makeRoom(for: key.utf8.count + value.utf8.count + 3) else { return }
+            bytes.append(contentsOf: key.utf8)
+            bytes.append(UInt8(ascii: ":"))
+            bytes.append(UInt8(ascii: " "))
+            bytes.append(contentsOf: value.utf8)
+            bytes.append(0x0A)
             return
         }
         let clean = String(value.map { $0.isNewline ? " " : $0 })
@@ -176,9 +183,14 @@ public struct MPDResponseWriter: Sendable {
 
     /// The song's tags in `tagMask`, in MPD's tag-type order, a line per value.
     public mutating func appendTags(of song: LibrarySong) {
-        for tag in MPDTagType.allCases where tagMask.contains(tag) {
-            guard let libraryTag = tag.libraryTag, let values = song.tags[libraryTag] else { continue }
-            for value in values { append(tag.name, value) }
+        // The song's few tags put in MPD's order: no dictionary lookup per tag type.
+        var present = song.tags.compactMap { tag, values in
+            let type = MPDTagType(tag)
+            return tagMask.contains(type) ? (type, values) : nil
+        }
+        present.sort { $0.0.rawValue < $1.0.rawValue }
+        for (type, values) in present {
+            for value in values { append(type.name, value) }
         }
     }
 

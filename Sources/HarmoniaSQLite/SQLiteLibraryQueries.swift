@@ -36,20 +36,19 @@ extension SQLiteLibraryStore {
             return
         }
         let clause = "WHERE directory_id = ?" + (pushdown.clauses.isEmpty ? "" : " AND " + pushdown.clauses.joined(separator: " AND "))
+            + " ORDER BY add_rank"
         try walk(from: topID, path: top, songs: (clause, pushdown.values), playlists: false) { entry, folderSongs in
             guard entry == nil else { return true }  // folders: only their songs are visited
-            for song in LibraryAggregation.folderOrder(folderSongs.filter(matcher.matches)) where !body(song) { return false }
+            for song in folderSongs where matcher.matches(song) && !body(song) { return false }
             return true
         }
     }
 
     public func visitEntries(under directory: String, _ body: (LibraryEntry) -> Bool) throws(CoreError) {
         let topID = try read { db in try Self.directoryID(directory, db) }
-        try walk(from: topID, path: directory, songs: ("WHERE directory_id = ?", []), playlists: true) { entry, folderSongs in
+        try walk(from: topID, path: directory, songs: ("WHERE directory_id = ? ORDER BY name_rank", []), playlists: true) { entry, folderSongs in
             if let entry { return body(entry) }
-            for song in NaturalOrder.sorted(folderSongs, byName: { LibraryPathName.of($0.path) }) where !body(.song(song)) {
-                return false
-            }
+            for song in folderSongs where !body(.song(song)) { return false }
             return true
         }
     }

@@ -93,6 +93,16 @@ enum SQLiteLibrarySchema {
         ALTER TABLE song ADD COLUMN folds_to_ascii INTEGER NOT NULL DEFAULT 0;
         UPDATE song SET folds_to_ascii = 1 WHERE \(SQLiteFilterPushdown.foldsToASCIICondition);
         """,
+        // 5: each song's place in its folder, in natural order of file name
+        // (`lsinfo`) and in add order (album, disc, track, name: `listall`,
+        // `find`, `add`), kept by the store as songs are written
+        // (SQLiteFolderRanks), so a folder's songs are read in order instead
+        // of sorted at every query. NULL until ranked: the store ranks every
+        // folder on opening a database that has unranked songs.
+        """
+        ALTER TABLE song ADD COLUMN name_rank INTEGER;
+        ALTER TABLE song ADD COLUMN add_rank INTEGER;
+        """,
     ]
 
     /// Tags with an index on their column (and on the rows holding several

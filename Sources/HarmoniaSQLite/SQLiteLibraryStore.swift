@@ -18,6 +18,8 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
     // Guarded by `writerLock`: the writer connection (nil once closed), whether a batch is open.
     private var writer: SQLiteConnection?
     private var batchOpen = false
+    /// The folders whose songs the open transaction wrote, ranked before it commits.
+    private var ranks = SQLiteFolderRanks()
 
     private let readerLock = ConditionLock()
     // Guarded by `readerLock`: the reader connection (nil once closed), and
@@ -37,6 +39,7 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
             // A scan's batches grow the WAL; past a checkpoint it is cut back to this.
             try writer.execute("PRAGMA journal_size_limit = \(Self.walSizeLimit)")
             try SQLiteLibrarySchema.migrate(writer)
+            try writer.transaction { db in try SQLiteFolderRanks.rankUnranked(db) }
             let reader = try SQLiteConnection(file: file, readOnly: false)
             try reader.execute("PRAGMA query_only = ON")
             self.writer = writer
@@ -52,11 +55,11 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
         try read { db in
             let id = try Self.directoryID(directory, db)
             let folders = try Self.directories("WHERE parent_id = ? AND id <> ?", [.integer(id), .integer(id)], db)
-            let songs = try Self.songs("WHERE directory_id = ?", [.integer(id)], db)
+            let songs = try Self.songs("WHERE directory_id = ? ORDER BY name_rank", [.integer(id)], db)
             let playlists = try Self.playlists("WHERE directory_id = ?", [.integer(id)], db)
             return LibraryListing(
                 directories: NaturalOrder.sorted(folders, byName: { LibraryPathName.of($0.path) }),
-                songs: NaturalOrder.sorted(songs, byName: { LibraryPathName.of($0.path) }),
+                songs: songs,
                 playlists: NaturalOrder.sorted(playlists, byName: { LibraryPathName.of($0.path) }))
         }
     }
@@ -157,8 +160,10 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
             guard self.batchOpen else { throw CoreError.invalidState("no library update batch is open") }
             self.batchOpen = false
             do {
+                try self.ranks.rankTouched(db)
                 try db.execute("COMMIT")
             } catch {
+                self.ranks.reset()
                 try? db.execute("ROLLBACK")
                 throw error
             }
@@ -169,6 +174,7 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
         writerLock.withLock {
             guard batchOpen, let writer else { return }
             batchOpen = false
+            ranks.reset()
             try? writer.execute("ROLLBACK")
         }
     }
@@ -203,6 +209,7 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
         try write { db in
             let folder = try Self.directoryID(song.directory, db, missing: "folder '\(song.directory)' is not in the library: add it before '\(song.path)'")
             try db.run(cached: Self.upsertSongSQL, [.integer(folder)] + SQLiteRows.songValues(song))
+            self.ranks.touched(folder)
         }
     }
 
@@ -287,9 +294,13 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
                 if !inBatch || batchOpen {
                     try body(writer)
                 } else {
-                    try writer.transaction(body)
+                    try writer.transaction { db in
+                        try body(db)
+                        try self.ranks.rankTouched(db)
+                    }
                 }
             } catch {
+                if !batchOpen { ranks.reset() }
                 throw Self.coreError(error, file: file)
             }
         }

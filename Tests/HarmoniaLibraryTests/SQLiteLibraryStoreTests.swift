@@ -252,6 +252,56 @@ import Testing
     }
 }
 
+extension SQLiteLibraryStoreTests {
+    /// A folder's songs in the two orders the Swift sorts give, from the store's rows.
+    private func expectStoredOrders(_ store: SQLiteLibraryStore, folder: String, _ comment: Comment) throws {
+        let songs = try store.listing(of: folder).songs
+        let names = songs.map { LibraryPathName.of($0.path) }
+        #expect(names == NaturalOrder.sorted(names), comment)
+        var visited: [String] = []
+        try store.visitSongs(matching: .base(folder)) { song in
+            if song.directory == folder { visited.append(song.path) }
+            return true
+        }
+        #expect(visited == LibraryAggregation.folderOrder(songs).map(\.path), comment)
+    }
+
+    @Test func aFoldersStoredOrderFollowsEveryWriteAndAMigratedLibraryIsRanked() throws {
+        let folder = try TemporaryFolder("sqlite")
+        defer { folder.remove() }
+        let file = folder.path + "/library.db"
+        let store = try SQLiteLibraryStore(file: file)
+        // Written out of order, in two batches: the folder is ranked at each commit.
+        let album = (1...12).reversed().map { n in
+            SampleLibrary.song("A/track\(n).flac", [.album: n % 2 == 0 ? "Even" : "Odd", .track: "\(13 - n)"])
+        }
+        try store.add(Array(album.prefix(5)))
+        try expectStoredOrders(store, folder: "A", "first batch")
+        try store.add(Array(album.dropFirst(5)))
+        try expectStoredOrders(store, folder: "A", "second batch")
+        // A change of tags moves a song; a write outside a batch ranks too.
+        try store.upsertSong(SampleLibrary.song("A/track3.flac", [.album: "Aardvark", .track: "1"]))
+        try expectStoredOrders(store, folder: "A", "a retagged song")
+        // A rolled-back batch leaves the committed order.
+        try store.beginUpdate()
+        try store.upsertSong(SampleLibrary.song("A/track0.flac", [.album: "Zzz"]))
+        store.rollbackUpdate()
+        try expectStoredOrders(store, folder: "A", "after a rollback")
+        store.close()
+
+        // A library written before the ranks existed: ranked when opened.
+        let raw = try SQLiteConnection(file: file, readOnly: false)
+        try raw.execute("UPDATE song SET name_rank = NULL, add_rank = NULL")
+        raw.close()
+        let reopened = try SQLiteLibraryStore(file: file)
+        defer { reopened.close() }
+        try expectStoredOrders(reopened, folder: "A", "ranked on opening")
+        let check = try SQLiteConnection(file: file, readOnly: true)
+        defer { check.close() }
+        #expect(try check.integer("SELECT COUNT(*) FROM song WHERE name_rank IS NULL OR add_rank IS NULL") == 0)
+    }
+}
+
 extension Thread {
     /// Runs `body` on a new thread and waits for its result.
     static func runAndWait<T: Sendable>(_ body: @escaping @Sendable () throws -> T) throws -> T {

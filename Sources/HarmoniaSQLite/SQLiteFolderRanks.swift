@@ -1,0 +1,72 @@
+// Songs' places in their folder, stored — specs/library.md §Store (Large libraries)
+import HarmoniaCore
+import HarmoniaLibrary
+
+/// Keeps `song.name_rank` and `song.add_rank`: each song's place among its
+/// folder's songs in natural order of file name and in add order
+/// (`LibraryAggregation.folderOrder`: album, disc, track, name). A folder
+/// whose songs were written is ranked again in the same transaction, before
+/// it commits, so a committed folder is always in order, and a query reads a
+/// folder's songs with `ORDER BY` instead of sorting them.
+///
+/// Threads: the writer connection's, under the store's writer lock.
+struct SQLiteFolderRanks {
+    /// Folders whose songs were written since the last ranking.
+    private(set) var dirty: Set<Int64> = []
+
+    /// Notes that a song of folder `id` was written.
+    mutating func touched(_ id: Int64) { dirty.insert(id) }
+
+    /// Forgets the folders noted (the transaction was rolled back).
+    mutating func reset() { dirty.removeAll() }
+
+    /// Ranks the folders noted, then forgets them.
+    mutating func rankTouched(_ db: SQLiteConnection) throws {
+        for id in dirty { try Self.rank(folder: id, db) }
+        dirty.removeAll()
+    }
+
+    /// Ranks every folder holding an unranked song (a database from an
+    /// older build, migrated). Returns the folders ranked.
+    @discardableResult
+    static func rankUnranked(_ db: SQLiteConnection) throws -> Int {
+        var folders: [Int64] = []
+        try db.withCached("SELECT DISTINCT directory_id FROM song WHERE name_rank IS NULL OR add_rank IS NULL") { statement in
+            while try statement.step() { folders.append(statement.int64(0) ?? 0) }
+        }
+        for id in folders { try rank(folder: id, db) }
+        return folders.count
+    }
+
+    /// Writes the ranks of folder `id`'s songs where they changed.
+    static func rank(folder id: Int64, _ db: SQLiteConnection) throws {
+        struct Row { let id: Int64; let ranks: (name: Int64?, add: Int64?) }
+        var rows: [String: Row] = [:]
+        var songs: [LibrarySong] = []
+        let album = SQLiteLibrarySchema.column(.album), disc = SQLiteLibrarySchema.column(.disc)
+        let track = SQLiteLibrarySchema.column(.track)
+        try db.withCached("SELECT id, path, \(album), \(disc), \(track), name_rank, add_rank FROM song WHERE directory_id = ?") { statement in
+            try statement.bind([.integer(id)])
+            while try statement.step() {
+                let path = statement.text(1) ?? ""
+                var tags: [LibraryTag: [String]] = [:]
+                for (column, tag) in [(2, LibraryTag.album), (3, .disc), (4, .track)] {
+                    if let values = SQLiteRows.values(statement.text(Int32(column))) { tags[tag] = values }
+                }
+                rows[path] = Row(id: statement.int64(0) ?? 0, ranks: (statement.int64(5), statement.int64(6)))
+                songs.append(LibrarySong(path: path, modified: 0, size: 0, tags: tags, duration: nil, format: nil))
+            }
+        }
+        let byName = NaturalOrder.sorted(songs, byName: { LibraryPathName.of($0.path) })
+        var ranks: [String: (name: Int64, add: Int64)] = [:]
+        for (place, song) in byName.enumerated() { ranks[song.path] = (Int64(place), 0) }
+        for (place, song) in LibraryAggregation.folderOrder(byName, namesInOrder: true).enumerated() {
+            ranks[song.path]?.add = Int64(place)
+        }
+        for (path, rank) in ranks {
+            guard let row = rows[path], row.ranks.name != rank.name || row.ranks.add != rank.add else { continue }
+            try db.run(cached: "UPDATE song SET name_rank = ?, add_rank = ? WHERE id = ?",
+                       [.integer(rank.name), .integer(rank.add), .integer(row.id)])
+        }
+    }
+}
