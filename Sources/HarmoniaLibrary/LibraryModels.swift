@@ -45,12 +45,12 @@ public enum LibraryTag: String, CaseIterable, Sendable, Codable, Hashable {
     // RawRepresentable defaults would hash and compare the raw value's
     // string, and a song's tags are a dictionary looked up some thirty times
     // per song printed (specs/library.md §Figures).
-    public func hash(into hasher: inout Hasher) { hasher.combine(ordinal) }
+    public func hash(into hasher: inout Hasher) { hasher.combine(index) }
 
-    public static func == (a: Self, b: Self) -> Bool { a.ordinal == b.ordinal }
+    public static func == (a: Self, b: Self) -> Bool { a.index == b.index }
 
-    /// The case's place in the declaration.
-    private var ordinal: UInt8 {
+    /// The case's place in `allCases` (its declaration), for tables indexed by tag.
+    public var index: Int {
         switch self {
         case .artist: 0
         case .albumArtist: 1

@@ -54,27 +54,10 @@ public enum MPDTagType: Int, Sendable, CaseIterable, Hashable {
     }
 
     /// The tag type of a library tag (the inverse of `libraryTag`).
-    public init(_ tag: LibraryTag) {
-        self = switch tag {
-        case .artist: .artist
-        case .albumArtist: .albumArtist
-        case .album: .album
-        case .title: .title
-        case .track: .track
-        case .genre: .genre
-        case .date: .date
-        case .composer: .composer
-        case .disc: .disc
-        case .comment: .comment
-        case .performer: .performer
-        case .musicBrainzArtistID: .musicBrainzArtistID
-        case .musicBrainzAlbumID: .musicBrainzAlbumID
-        case .musicBrainzAlbumArtistID: .musicBrainzAlbumArtistID
-        case .musicBrainzTrackID: .musicBrainzTrackID
-        case .musicBrainzReleaseTrackID: .musicBrainzReleaseTrackID
-        case .musicBrainzWorkID: .musicBrainzWorkID
-        }
-    }
+    public init(_ tag: LibraryTag) { self = Self.byLibraryTag[tag.index] }
+
+    /// `init(_:)`'s answers, by `LibraryTag.index`.
+    private static let byLibraryTag: [MPDTagType] = LibraryTag.allCases.map { tag in allCases.first { $0.libraryTag == tag }! }
 }
 
 /// A set of tag types (a client's `tagtypes` mask, the server's enabled tags).
