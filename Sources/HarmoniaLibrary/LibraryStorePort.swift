@@ -79,6 +79,11 @@ public protocol LibraryStorePort: AnyObject, Sendable {
     /// - Throws: `invalidArgument` for a bad regular expression in `filter`.
     func visitSongs(matching filter: LibraryFilter, _ body: (LibrarySong) -> Bool) throws(CoreError)
 
+    /// The paths of `visitSongs(matching:)`'s songs, in its order (`list
+    /// file`): a store may read less than whole songs for them.
+    /// - Throws: as `visitSongs(matching:)`.
+    func visitSongPaths(matching filter: LibraryFilter, _ body: (String) -> Bool) throws(CoreError)
+
     /// `allEntries(under:)`, handed to `body` one at a time as read (folder by
     /// folder); stops when `body` returns false.
     /// - Throws: `notFound` when the folder is not in the library.
@@ -163,6 +168,11 @@ extension LibraryStorePort {
     /// `songs(matching:)` in walk order, for a store that has nothing leaner.
     public func visitSongs(matching filter: LibraryFilter, _ body: (LibrarySong) -> Bool) throws(CoreError) {
         for song in LibraryAggregation.addOrder(try songs(matching: filter)) where !body(song) { return }
+    }
+
+    /// `visitSongs(matching:)`'s paths, for a store that has nothing leaner.
+    public func visitSongPaths(matching filter: LibraryFilter, _ body: (String) -> Bool) throws(CoreError) {
+        try visitSongs(matching: filter) { body($0.path) }
     }
 
     /// `allEntries(under:)`, for a store that has nothing leaner.

@@ -44,6 +44,21 @@ extension SQLiteLibraryStore {
         }
     }
 
+    public func visitSongPaths(matching filter: LibraryFilter, _ body: (String) -> Bool) throws(CoreError) {
+        guard filter == .and([]) else {
+            try visitSongs(matching: filter) { body($0.path) }
+            return
+        }
+        // Every song: the folders' paths alone, in their stored order.
+        let topID = try read { db in try Self.directoryID("", db) }
+        try walk(from: topID, path: "", songs: ("WHERE directory_id = ? ORDER BY add_rank", []), pathsOnly: true,
+                 playlists: false) { entry, folderSongs in
+            guard entry == nil else { return true }
+            for song in folderSongs where !body(song.path) { return false }
+            return true
+        }
+    }
+
     public func visitEntries(under directory: String, _ body: (LibraryEntry) -> Bool) throws(CoreError) {
         let topID = try read { db in try Self.directoryID(directory, db) }
         try walk(from: topID, path: directory, songs: ("WHERE directory_id = ? ORDER BY name_rank", []), playlists: true) { entry, folderSongs in
@@ -87,7 +102,8 @@ extension SQLiteLibraryStore {
     /// stop. The folder tree is read first (a row per folder); the songs are
     /// read a run of folders at a time, each run one read transaction under
     /// the reader's lock, so a slow client never holds it.
-    private func walk(from topID: Int64, path top: String, songs: (clause: String, values: [SQLiteValue]), playlists: Bool,
+    private func walk(from topID: Int64, path top: String, songs: (clause: String, values: [SQLiteValue]),
+                      pathsOnly: Bool = false, playlists: Bool,
                       _ body: (LibraryEntry?, [LibrarySong]) -> Bool) throws(CoreError) {
         let range = SQLiteFilterPushdown.pathRange(under: top)
         let inside = top.isEmpty ? "WHERE path <> ''" : "WHERE path >= ? AND path < ?"
@@ -130,7 +146,8 @@ extension SQLiteLibraryStore {
                 var run: [[LibrarySong]] = []
                 var count = 0
                 while next + run.count < order.count, count < Self.runSongs {
-                    let found = try Self.songs(songs.clause, [.integer(order[next + run.count].0)] + songs.values, db)
+                    let values = [.integer(order[next + run.count].0)] + songs.values
+                    let found = pathsOnly ? try Self.songPaths(songs.clause, values, db) : try Self.songs(songs.clause, values, db)
                     count += found.count + 1
                     run.append(found)
                 }

@@ -343,6 +343,18 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
         }
     }
 
+    /// `songs(_:_:_:)` with the path alone read: each song has no tag, size or time.
+    static func songPaths(_ clause: String, _ values: [SQLiteValue], _ db: SQLiteConnection) throws -> [LibrarySong] {
+        try db.withCached("SELECT path FROM song \(clause)") { statement in
+            try statement.bind(values)
+            var songs: [LibrarySong] = []
+            while try statement.step() {
+                songs.append(LibrarySong(path: statement.text(0) ?? "", modified: 0, size: 0, tags: [:], duration: nil, format: nil))
+            }
+            return songs
+        }
+    }
+
     static func directories(_ clause: String, _ values: [SQLiteValue], _ db: SQLiteConnection) throws -> [LibraryDirectory] {
         try db.withCached("SELECT path, modified FROM directory \(clause)") { statement in
             try statement.bind(values)

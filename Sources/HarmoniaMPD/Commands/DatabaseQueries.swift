@@ -203,9 +203,12 @@ extension MPDDatabaseCommands {
         var args = Array(args.dropFirst())
         if asciiCaseEqual(typeName, "file") || asciiCaseEqual(typeName, "filename") {
             let filter = args.isEmpty ? LibraryFilter.and([]) : try MPDFilterParser.parse(args, foldCase: false)
-            try visitSongs(filter) { song in
-                writer.append("file", song.path)
-                return !writer.isFull
+            try checkBase(filter)
+            try mapped { () throws(CoreError) in
+                try library.store.visitSongPaths(matching: filter) { path in
+                    writer.append("file", path)
+                    return !writer.isFull
+                }
             }
             return
         }
