@@ -98,6 +98,19 @@ public enum LibraryAggregation {
         return keyed.sorted { $0.0 < $1.0 }.map(\.1)
     }
 
+    /// `addOrder` of songs whose place in their folder's `folderOrder` is
+    /// known (a store's), so that only their folders are compared.
+    public static func addOrder(_ songs: [(song: LibrarySong, place: Int64)]) -> [LibrarySong] {
+        var folders: [String: NaturalPathKey] = [:]
+        let keyed = songs.map { entry in
+            let directory = entry.song.directory
+            let key = folders[directory] ?? NaturalPathKey(directory)
+            folders[directory] = key
+            return (key, entry.place, entry.song)
+        }
+        return keyed.sorted { $0.0 != $1.0 ? $0.0 < $1.0 : $0.1 < $1.1 }.map(\.2)
+    }
+
     /// `songs`, all of one folder, in `addOrder` (no folder key to compare).
     /// `namesInOrder`: `songs` are already in natural order of file name (a
     /// listing's), so a song's place stands for its name's key.

@@ -19,9 +19,9 @@ extension SQLiteLibraryStore {
         let pushdown = SQLiteFilterPushdown(filter)
         if pushdown.narrows {
             // An index or a text test narrows the songs: usually few, read in one pass.
-            var found: [LibrarySong] = []
-            let complete = try forEachCandidate(pushdown, matcher) { song in
-                found.append(song)
+            var found: [(song: LibrarySong, place: Int64)] = []
+            let complete = try forEachCandidate(pushdown, matcher) { song, place in
+                found.append((song, place))
                 return found.count <= Self.gatherLimit
             }
             if complete {
@@ -78,16 +78,18 @@ extension SQLiteLibraryStore {
     }
 
     /// The songs the pushed-down clause selects that `matcher` matches, in
-    /// no order, in one pass under the reader's lock, until `body` returns
-    /// false. Returns false when `body` stopped it.
+    /// no order, each with its place in its folder (`add_rank`), in one pass
+    /// under the reader's lock, until `body` returns false. Returns false
+    /// when `body` stopped it.
     func forEachCandidate(_ pushdown: SQLiteFilterPushdown, _ matcher: LibraryFilterMatcher,
-                          _ body: (LibrarySong) -> Bool) throws(CoreError) -> Bool {
-        try read { db in
-            try db.withCached("SELECT \(SQLiteRows.songColumns) FROM song \(pushdown.whereClause)") { statement in
+                          _ body: (LibrarySong, Int64) -> Bool) throws(CoreError) -> Bool {
+        let place = Int32(SQLiteRows.songColumnCount)
+        return try read { db in
+            try db.withCached("SELECT \(SQLiteRows.songColumns), add_rank FROM song \(pushdown.whereClause)") { statement in
                 try statement.bind(pushdown.values)
                 while try statement.step() {
                     let song = SQLiteRows.song(from: statement)
-                    if matcher.matches(song), !body(song) { return false }
+                    if matcher.matches(song), !body(song, statement.int64(place) ?? 0) { return false }
                 }
                 return true
             }
@@ -233,7 +235,7 @@ extension SQLiteLibraryStore {
     /// (aggregates: what SQL can narrow is narrowed there).
     private func forEachMatch(_ filter: LibraryFilter, _ body: (LibrarySong) -> Void) throws(CoreError) {
         let matcher = try LibraryFilterMatcher(filter)
-        _ = try forEachCandidate(SQLiteFilterPushdown(filter), matcher) { song in
+        _ = try forEachCandidate(SQLiteFilterPushdown(filter), matcher) { song, _ in
             body(song)
             return true
         }

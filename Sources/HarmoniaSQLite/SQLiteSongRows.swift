@@ -10,6 +10,9 @@ enum SQLiteRows {
     static let songColumns = (["path", "modified", "size", "duration", "format"]
         + LibraryTag.allCases.map(SQLiteLibrarySchema.column)).joined(separator: ", ")
 
+    /// How many columns `songColumns` names (a query may select more after them).
+    static let songColumnCount = 5 + LibraryTag.allCases.count
+
     /// What separates the values of a tag in its column: U+001F (unit
     /// separator), a control character no stored value holds (the scanner
     /// turns control characters into spaces).

@@ -264,6 +264,12 @@ extension SQLiteLibraryStoreTests {
             return true
         }
         #expect(visited == LibraryAggregation.folderOrder(songs).map(\.path), comment)
+        // A narrowing filter's songs are gathered and put in order by their stored places.
+        let filter = LibraryFilter.tag(.album, TagMatch(.contains, "d", foldCase: true))
+        var found: [String] = []
+        try store.visitSongs(matching: filter) { found.append($0.path); return true }
+        #expect(!found.isEmpty)
+        #expect(found == LibraryAggregation.addOrder(try store.songs(matching: filter)).map(\.path), comment)
     }
 
     @Test func aFoldersStoredOrderFollowsEveryWriteAndAMigratedLibraryIsRanked() throws {
