@@ -180,20 +180,31 @@ final class FFmpegDecodeSession {
         var bitrate = parameters.bit_rate > 0 ? parameters.bit_rate : input.format!.pointee.bit_rate
         // Without FFmpeg's stream analysis (`FFmpegInput(headersOnly:)`), the
         // container's rate is the file's size over its length, as that analysis computes it.
-        if bitrate <= 0, let frames = totalFrames, frames > 0, parameters.sample_rate > 0,
-           let io = input.format!.pointee.pb, avio_size(io) > 0 {
-            let estimate = Double(avio_size(io)) * 8 * Double(parameters.sample_rate) / Double(frames)
-            if estimate < 1e12 { bitrate = Int64(estimate) }  // a forged length cannot overflow it
+        if bitrate <= 0, let frames = totalFrames, let io = input.format!.pointee.pb,
+           let estimate = Self.bitrate(fileBytes: avio_size(io), frames: frames, sampleRate: parameters.sample_rate) {
+            bitrate = estimate
         }
         let estimated = input.format!.pointee.duration
         var info = StreamInfo(totalFrames: totalFrames, sampleRate: Double(parameters.sample_rate),
                               channels: Int(parameters.ch_layout.nb_channels),
-                              bitDepth: Self.bitDepth(parameters), codec: codecName,
-                              bitrate: bitrate >= 500 ? Int((Double(bitrate) / 1000).rounded()) : nil)
+                              bitDepth: Self.bitDepth(parameters), codec: codecName, bitrate: Self.kilobits(bitrate))
         if totalFrames == nil, estimated > 0, estimated / Int64(AV_TIME_BASE) <= Self.maxDeclaredSeconds {
             info.duration = Double(estimated) / Double(AV_TIME_BASE)  // an estimate, for display only
         }
         return info
+    }
+
+    /// A container's bit rate as FFmpeg's stream analysis estimates it: the
+    /// file's bits over its length; nil when either is unknown or absurd.
+    static func bitrate(fileBytes: Int64, frames: Int64, sampleRate: Int32) -> Int64? {
+        guard fileBytes > 0, frames > 0, sampleRate > 0 else { return nil }
+        let estimate = Double(fileBytes) * 8 * Double(sampleRate) / Double(frames)
+        return estimate < 1e12 ? Int64(estimate) : nil  // a forged length cannot overflow it
+    }
+
+    /// `StreamInfo.bitrate` (kbit/s, rounded) of bits per second; nil below 500.
+    static func kilobits(_ bitsPerSecond: Int64) -> Int? {
+        bitsPerSecond >= 500 ? Int((Double(bitsPerSecond) / 1000).rounded()) : nil
     }
 
     /// Closes `input` and returns `error`, for failures inside init.

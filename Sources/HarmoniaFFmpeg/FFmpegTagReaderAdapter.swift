@@ -38,6 +38,10 @@ public struct FFmpegTagReaderAdapter: TagReaderPort {
     /// decode is read here and refused by `readWithStreamInfo` (and by playback).
     /// - Throws: as `read(url:)`, less the decoder's own failures.
     public func readHeaders(url: String) throws(CoreError) -> (tags: TagBundle, stream: StreamInfo) {
+        // A plain FLAC file's blocks say it all (FLACHeaders); anything else is FFmpeg's.
+        if !url.contains("://") || url.hasPrefix("file://"), let read = FLACHeaders.read(path: FFmpegInput.ffmpegLocation(of: url)) {
+            return read
+        }
         let input = try FFmpegInput(url: url, headersOnly: true)
         defer { input.close() }
         _ = try FFmpegDecodeSession.decoder(for: input)
@@ -94,20 +98,30 @@ public struct FFmpegTagReaderAdapter: TagReaderPort {
         }
 
         tags.artworkData = Self.attachedPicture(input)
+        var encoding: String? = nil
+        if let descriptor = avcodec_descriptor_get(input.parameters.pointee.codec_id) {
+            let props = descriptor.pointee.props
+            encoding = props & AV_CODEC_PROP_LOSSLESS != 0 ? "lossless" : props & AV_CODEC_PROP_LOSSY != 0 ? "lossy" : nil
+        }
+        var fileSize: Int? = nil
+        if let io = input.format?.pointee.pb, avio_size(io) > 0,
+           !(url.hasPrefix("http:") || url.hasPrefix("https:")) {
+            fileSize = Int(avio_size(io))
+        }
+        describe(&tags, stream: info, encoding: encoding, fileSize: fileSize)
+        return tags
+    }
+
+    /// Sets the technical fields of `tags`: length, bit rate, rate, channels
+    /// and codec from `stream`; "lossless"/"lossy"; the file's size.
+    static func describe(_ tags: inout TagBundle, stream info: StreamInfo, encoding: String?, fileSize: Int?) {
         tags.duration = info.duration.isFinite ? info.duration : nil
         tags.bitrate = info.bitrate
         tags.sampleRate = info.sampleRate
         tags.channels = info.channels
         tags.codec = info.codec
-        if let descriptor = avcodec_descriptor_get(input.parameters.pointee.codec_id) {
-            let props = descriptor.pointee.props
-            tags.encoding = props & AV_CODEC_PROP_LOSSLESS != 0 ? "lossless" : props & AV_CODEC_PROP_LOSSY != 0 ? "lossy" : nil
-        }
-        if let io = input.format?.pointee.pb, avio_size(io) > 0,
-           !(url.hasPrefix("http:") || url.hasPrefix("https:")) {
-            tags.fileSize = Int(avio_size(io))
-        }
-        return tags
+        tags.encoding = encoding
+        tags.fileSize = fileSize
     }
 
     /// Maps FFmpeg's normalised metadata keys to TagBundle fields.
