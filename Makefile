@@ -19,7 +19,8 @@ SWIFT ?= $(shell command -v swift 2>/dev/null || echo /opt/swift/usr/bin/swift)
 # snapserver runs it. The WebSocket transport is tested with python3-websockets,
 # the web remote's page in headless Chromium driven by Selenium
 # (chromium, chromium-driver, python3-selenium). The UPnP renderer is driven
-# by async-upnp-client (Home Assistant's and Music Assistant's library), from
+# by async-upnp-client (Home Assistant's and Music Assistant's library), the
+# slimproto player by aioslimproto (Music Assistant's server library), both from
 # the package index, pinned, in a virtual environment (python3-venv) under
 # .build: `make upnp-client`; its multi-interface SSDP test makes veth
 # interfaces (iproute2) in a network namespace of its own (unshare, util-linux).
@@ -54,7 +55,7 @@ $(TEST_TARGETS): export XDG_STATE_HOME = $(TEST_XDG)/state
 # exists: the tests never read the user's.
 $(TEST_TARGETS): export XDG_CONFIG_HOME = $(TEST_XDG)/config
 
-.PHONY: all deps swift upnp-client build release install uninstall deb demo docs test test-unit test-pipewire test-hostile test-examples test-asan test-tsan test-install vectors fuzz bench clean
+.PHONY: all deps swift upnp-client slimproto-server build release install uninstall deb demo docs test test-unit test-pipewire test-hostile test-examples test-asan test-tsan test-install vectors fuzz bench clean
 
 all: build
 
@@ -84,6 +85,18 @@ upnp-client: deps
 	  rm -rf $(UPNP_VENV) && python3 -m venv $(UPNP_VENV) && \
 	  $(UPNP_VENV)/bin/pip install --quiet --disable-pip-version-check "$(UPNP_CLIENT)" && \
 	  echo "$(UPNP_CLIENT)" > $(UPNP_VENV)/pinned; \
+	fi
+
+# The slimproto player's server in its tests (Tests/Slimproto): aioslimproto,
+# Music Assistant's slimproto server library, pinned, in
+# .build/python-slimproto; made once, again when the pin changes.
+SLIMPROTO_SERVER := aioslimproto==3.3.0
+SLIMPROTO_VENV := $(CURDIR)/.build/python-slimproto
+slimproto-server: deps
+	@if [ "$$(cat $(SLIMPROTO_VENV)/pinned 2>/dev/null)" != "$(SLIMPROTO_SERVER)" ]; then \
+	  rm -rf $(SLIMPROTO_VENV) && python3 -m venv $(SLIMPROTO_VENV) && \
+	  $(SLIMPROTO_VENV)/bin/pip install --quiet --disable-pip-version-check "$(SLIMPROTO_SERVER)" && \
+	  echo "$(SLIMPROTO_SERVER)" > $(SLIMPROTO_VENV)/pinned; \
 	fi
 
 # The optimised player, .build/release/harmonia-play, built the way the
@@ -195,7 +208,7 @@ test-examples: deps swift
 # client) run after the others, not beside them: they load both cores, and
 # the real-time and Snapcast suites measure exact playback on real servers.
 WEB_TESTS := HarmoniaWebSocketTests
-test-unit: deps swift upnp-client
+test-unit: deps swift upnp-client slimproto-server
 	$(SWIFT) build --build-tests
 	$(WITH_PULSE) $(SWIFT) test --skip-build --skip '$(WEB_TESTS)' || status=$$?; \
 	  bash Tests/pulse-test-server.sh stop $(PULSE_DIR); exit $$status

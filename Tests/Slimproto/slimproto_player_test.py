@@ -1,0 +1,311 @@
+"""`harmonia-play slimproto` against aioslimproto (Music Assistant's own
+slimproto server, pinned in .build/python-slimproto) on loopback, the media
+from a local HTTP server: registration, play to the file output bit-exact
+against FFmpeg's decode (after the server's gain), pause and unpause, stop,
+volume, a gapless queue, a server restart (reconnect), 30 malformed frames
+from a raw socket (the player survives and answers). Usage:
+slimproto_player_test.py HARMONIA_PLAY. Prints one line per check and
+'N passed, 0 failed'. — specs/slimproto.md §Tests"""
+import asyncio
+import functools
+import http.server
+import logging
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+from aioslimproto import SlimServer
+from aioslimproto.models import EventType
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+AUDIO = os.path.join(ROOT, "Tests", "Fixtures", "audio")
+MAC = "02:11:22:33:44:55"
+
+passed = 0
+
+
+def check(condition, what):
+    global passed
+    if not condition:
+        raise AssertionError(what)
+    passed += 1
+    print(f"ok: {what}", flush=True)
+
+
+class StatLog(logging.Handler):
+    """aioslimproto's debug lines ("STMs received …"): what the player sent, in order."""
+
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.lines = []
+
+    def emit(self, record):
+        self.lines.append(record.getMessage())
+
+    def count(self, prefix):
+        return sum(1 for line in self.lines if line.startswith(prefix))
+
+
+async def wait_for(condition, what, timeout=20):
+    """Awaits `condition()` (checked every 20 ms), bounded by `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_http(folder):
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=folder)
+    handler.log_message = lambda *args: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def ffmpeg_f32(path):
+    return subprocess.run(["ffmpeg", "-v", "error", "-i", path, "-f", "f32le", "-"], check=True, capture_output=True).stdout
+
+
+def scaled(pcm, gain):
+    """float32 samples times a float32 gain, rounded as a float32 multiply (the
+    double product of two floats is exact, so one rounding)."""
+    if gain == 1.0:
+        return pcm
+    count = len(pcm) // 4
+    values = struct.unpack(f"<{count}f", pcm)
+    return struct.pack(f"<{count}f", *(v * gain for v in values))
+
+
+async def new_server(port):
+    server = SlimServer(cli_port=None, cli_port_json=None, ip_address="127.0.0.1", control_port=port)
+    await server.start()
+    return server
+
+
+async def main(binary):
+    work = tempfile.mkdtemp(prefix="harmonia-slimproto-")
+    stats = StatLog()
+    logging.getLogger("aioslimproto").addHandler(stats)
+    logging.getLogger("aioslimproto").setLevel(logging.DEBUG)
+    media = os.path.join(work, "media")
+    os.makedirs(media)
+    for name in ("flac_s16_stereo_44k.flac", "vorbis_stereo_44k.ogg"):
+        shutil.copy(os.path.join(AUDIO, name), media)
+    http_server = start_http(media)
+    base = f"http://127.0.0.1:{http_server.server_address[1]}"
+    port = free_port()
+    server = await new_server(port)
+    output = os.path.join(work, "out.f32")
+    log_path = os.path.join(work, "player.log")
+    env = dict(os.environ, XDG_STATE_HOME=os.path.join(work, "state"), XDG_DATA_HOME=os.path.join(work, "data"),
+               XDG_CONFIG_HOME=os.path.join(work, "config"))
+    with open(log_path, "w") as log_writer:
+        proc = subprocess.Popen([binary, "slimproto", "--server", f"127.0.0.1:{port}", "--name", "Harmonia test",
+                                 "--mac", MAC, "--output", f"file:{output}"],
+                                stdout=subprocess.DEVNULL, stderr=log_writer, stdin=subprocess.DEVNULL, env=env)
+    try:
+        await wait_for(lambda: server.get_player(MAC) is not None and server.get_player(MAC).connected, "the player's HELO")
+        player = server.get_player(MAC)
+        check(player.device_type == "squeezeplay" and "flc" in player.supported_codecs and "ogg" in player.supported_codecs,
+              f"registered: device 12 ({player.device_type!r}, as squeezelite), codecs {player.supported_codecs}, max rate {player.max_sample_rate}")
+        await wait_for(lambda: player.name == "Harmonia test", "the name")
+        check(True, f"the name from --name: {player.name!r}")
+
+        def file_bytes():
+            return os.path.getsize(output) if os.path.exists(output) else 0
+
+        flac = ffmpeg_f32(os.path.join(media, "flac_s16_stereo_44k.flac"))
+        ogg = ffmpeg_f32(os.path.join(media, "vorbis_stereo_44k.ogg"))
+
+        # 1. Play one track at the server's volume (50 on connect): bit-exact after the gain.
+        gain = struct.unpack("<f", struct.pack("<f", player.volume_control.new_gain() / 65536))[0]
+        before = len(stats.lines)
+        await player.play_url(f"{base}/flac_s16_stereo_44k.flac")
+        await wait_for(lambda: stats.count("STMu received") >= 1, "STMu (end of playback)", timeout=30)
+        sent = [line.split()[0] for line in stats.lines[before:] if line.split()[0] in ("STMc", "RESP", "STMs", "STMd", "STMu")]
+        check(sent.index("STMc") < sent.index("RESP") < sent.index("STMs") < sent.index("STMu") and "Ignoring RESP of a previous stream." not in stats.lines,
+              f"STMc before RESP, then STMs and STMu: {sent}")
+        with open(output, "rb") as f:
+            heard = f.read()
+        expected = scaled(flac, gain)
+        check(heard == expected, f"the file output is FFmpeg's decode times the server's gain {gain} ({len(heard)} bytes, bit-exact)")
+        check(player.state.value == "stopped", "the server sees the player stopped")
+
+        # 2. Volume: the server's 100 is gain 1 (16.16 0x10000), heard on the next track.
+        await player.volume_set(100)
+        gain = player.volume_control.new_gain() / 65536
+        check(gain == 1.0, f"volume 100 is gain {gain}")
+
+        # 3. Pause and unpause mid-track: no frame lost, none repeated.
+        start = file_bytes()
+        stms = stats.count("STMs received")
+        await player.play_url(f"{base}/flac_s16_stereo_44k.flac")
+        await wait_for(lambda: stats.count("STMs received") > stms, "STMs")
+        check(file_bytes() > start, f"STMs came once the first frames were heard ({file_bytes() - start} bytes in the file)")
+        await wait_for(lambda: file_bytes() - start > len(flac) // 3, "a third of the track heard")
+        await player.pause()
+        await wait_for(lambda: stats.count("STMp received") >= 1, "STMp")
+        paused_at = file_bytes()
+        await player.play()
+        await wait_for(lambda: stats.count("STMr received") >= 1, "STMr")
+        await wait_for(lambda: stats.count("STMu received") >= 2, "STMu after the resumed track", timeout=30)
+        with open(output, "rb") as f:
+            f.seek(start)
+            heard = f.read()
+        check(heard == flac, f"paused at byte {paused_at - start} of {len(flac)}, resumed: the track bit-exact")
+
+        # 4. A gapless queue: the next track enqueued is asked for with STMd and joins sample-exact.
+        start = file_bytes()
+        before = stats.count("STMd received")
+        await player.play_url(f"{base}/flac_s16_stereo_44k.flac")
+        await player.play_url(f"{base}/vorbis_stereo_44k.ogg", enqueue=True, send_flush=False)
+        await wait_for(lambda: stats.count("STMu received") >= 3, "STMu after the queue", timeout=30)
+        with open(output, "rb") as f:
+            f.seek(start)
+            heard = f.read()
+        check(stats.count("STMd received") > before, "STMd asked for the next track")
+        check(heard == flac + ogg, f"FLAC then Ogg Vorbis joined gapless: {len(heard)} bytes = FFmpeg's two decodes, bit-exact")
+
+        # 5. Stop mid-track: STMf, the server's state stopped, what was heard a prefix of the track.
+        start = file_bytes()
+        stms = stats.count("STMs received")
+        await player.play_url(f"{base}/flac_s16_stereo_44k.flac")
+        await wait_for(lambda: stats.count("STMs received") > stms, "STMs")
+        flushed = stats.count("STMf received")
+        await player.stop()
+        await wait_for(lambda: stats.count("STMf received") > flushed, "STMf")
+        with open(output, "rb") as f:
+            f.seek(start)
+            heard = f.read()
+        check(len(heard) < len(flac) and flac.startswith(heard), f"stopped after {len(heard)} of {len(flac)} bytes: a prefix, bit-exact")
+
+        # 6. A stream that is not there: STMn, and the player stays connected.
+        failed = stats.count("STMn received")
+        await player.play_url(f"{base}/missing.flac")
+        await wait_for(lambda: stats.count("STMn received") > failed, "STMn for a 404")
+        check(player.connected, "a 404 is STMn and the player stays connected")
+
+        # 7. Server restart: the player comes back.
+        await server.stop()
+        stopped = time.monotonic()
+        server = await new_server(port)
+        await wait_for(lambda: server.get_player(MAC) is not None and server.get_player(MAC).connected, "the reconnection", timeout=30)
+        check(True, f"reconnected {time.monotonic() - stopped:.2f} s after the server restarted")
+
+        # 8. 30 malformed frames from a raw socket server, then a heartbeat: answered with its timestamp.
+        await server.stop()
+        raw = socket.socket()
+        raw.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        raw.bind(("127.0.0.1", port))
+        raw.listen(1)
+        raw.settimeout(30)
+        connection, _ = await asyncio.get_running_loop().run_in_executor(None, raw.accept)
+        connection.settimeout(30)
+        def read_exactly(count):
+            data = b""
+            while len(data) < count:
+                chunk = connection.recv(count - len(data))
+                if not chunk:
+                    raise AssertionError("the player closed the raw connection")
+                data += chunk
+            return data
+
+        hello = read_exactly(8)
+        read_exactly(struct.unpack("!L", hello[4:8])[0])
+        check(hello[:4] == b"HELO", "the raw server gets HELO")
+
+        def frame(opcode, payload):
+            return struct.pack("!H", len(payload) + 4) + opcode + payload
+
+        strm_head = lambda command: command + b"0f????" + bytes([0, 48, 0, 48, 0, 0, 0]) + struct.pack("!LHL", 0, 0, 0)
+        malformed = [
+            frame(b"strm", b"s"), frame(b"strm", b""), frame(b"audg", b"\x00"), frame(b"aude", b""), frame(b"setd", b""),
+            frame(b"serv", b"\x00\x00"), frame(b"zzzz", b"123"), frame(b"\x01\x02\x03\x04", b""), b"\x00\x02ab", b"\x00\x00",
+            frame(b"strm", strm_head(b"X")), frame(b"strm", strm_head(b"s")),  # no request line
+            frame(b"strm", strm_head(b"s") + b"POST / HTTP/1.0\r\n\r\n"),
+            frame(b"strm", b"s1d????" + bytes(17) + b"GET /x HTTP/1.0\r\n\r\n"),  # DSD: not supported
+            frame(b"strm", b"u0" + bytes(12) + struct.pack("!L", 0xFFFFFFFF) + bytes(6)),  # unpause far away
+            frame(b"strm", b"p0" + bytes(12) + struct.pack("!L", 0x7FFFFFFF) + bytes(6)),  # pause for ages
+            frame(b"strm", b"a0" + bytes(12) + struct.pack("!L", 0xFFFFFFFF) + bytes(6)),  # skip for ages
+            frame(b"audg", bytes(8) + b"\x01\xff" + b"\xff" * 8),  # gain 65535.99
+            frame(b"setd", b"\x00" + b"\xff" * 300),  # a name that is not UTF-8, too long
+            frame(b"grfe", b"\x00" * 1000), frame(b"vers", b""), frame(b"cont", b"\x00"),
+        ]
+        while len(malformed) < 29:
+            malformed.append(frame(bytes([0x61 + len(malformed) % 26]) * 4, os.urandom(len(malformed) * 7)))
+        malformed.append(b"\xff\xff" + b"zzzz" + os.urandom(65531))  # the longest frame a server can send
+        check(len(malformed) == 30, "30 malformed or hostile frames")
+        for bad in malformed:
+            connection.sendall(bad)
+        connection.sendall(frame(b"strm", b"t0" + bytes(12) + struct.pack("!L", 4242) + bytes(6)))
+        received = b""
+        deadline = time.monotonic() + 20
+        answered = False
+        while time.monotonic() < deadline and not answered:
+            chunk = await asyncio.get_running_loop().run_in_executor(None, connection.recv, 65536)
+            if not chunk:
+                break
+            received += chunk
+            # Client frames: opcode, 4-byte length, payload. Find STAT STMt with timestamp 4242.
+            at = 0
+            while at + 8 <= len(received):
+                length = struct.unpack("!L", received[at + 4:at + 8])[0]
+                if at + 8 + length > len(received):
+                    break
+                if received[at:at + 4] == b"STAT" and received[at + 8:at + 12] == b"STMt":
+                    timestamp = struct.unpack("!L", received[at + 8 + 47:at + 8 + 51])[0]
+                    answered = timestamp == 4242
+                at += 8 + length
+        check(answered and proc.poll() is None, "after them the player answers a heartbeat with its timestamp (4242) and runs on")
+        connection.close()
+        raw.close()
+        server = await new_server(port)
+        await wait_for(lambda: server.get_player(MAC) is not None and server.get_player(MAC).connected, "the reconnection after the raw server", timeout=30)
+        check(True, "and connects back to aioslimproto")
+
+        # 9. SIGTERM: prompt exit, 143.
+        proc.send_signal(signal.SIGTERM)
+        code = await asyncio.get_running_loop().run_in_executor(None, functools.partial(proc.wait, 10))
+        check(code == 143, f"SIGTERM: exit {code}")
+        with open(log_path) as f:
+            log = f.read()
+        check("malformed frame from the server ignored" in log and "Traceback" not in log,
+              "malformed frames logged one line each: " + next(line for line in log.splitlines() if "malformed" in line))
+    except Exception:
+        with open(log_path) as f:
+            print("player log:\n" + f.read()[-3000:], flush=True)
+        print("server log:\n" + "\n".join(stats.lines[-40:]), flush=True)
+        raise
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        await server.stop()
+        http_server.shutdown()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(124))
+    try:
+        asyncio.run(main(sys.argv[1]))
+    except AssertionError as failure:
+        print(f"FAILED: {failure}", flush=True)
+        print(f"{passed} passed, 1 failed", flush=True)
+        sys.exit(1)
+    print(f"{passed} passed, 0 failed", flush=True)
