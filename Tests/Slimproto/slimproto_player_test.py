@@ -22,21 +22,13 @@ import threading
 import time
 
 from aioslimproto import SlimServer
-from aioslimproto.models import EventType
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "Tests", "UPnP"))
+from upnp_test_support import check, run_checks  # noqa: E402  (the checks, counted, and the exit line)
+
 AUDIO = os.path.join(ROOT, "Tests", "Fixtures", "audio")
 MAC = "02:11:22:33:44:55"
-
-passed = 0
-
-
-def check(condition, what):
-    global passed
-    if not condition:
-        raise AssertionError(what)
-    passed += 1
-    print(f"ok: {what}", flush=True)
 
 
 class StatLog(logging.Handler):
@@ -301,11 +293,4 @@ async def main(binary):
 
 
 if __name__ == "__main__":
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(124))
-    try:
-        asyncio.run(main(sys.argv[1]))
-    except AssertionError as failure:
-        print(f"FAILED: {failure}", flush=True)
-        print(f"{passed} passed, 1 failed", flush=True)
-        sys.exit(1)
-    print(f"{passed} passed, 0 failed", flush=True)
+    run_checks(lambda: main(sys.argv[1]))
