@@ -141,17 +141,11 @@ final class SlimprotoConnection: @unchecked Sendable {
                 retry = heard.frames > 0 ? Self.firstRetry : min(retry * 2, Self.lastRetry)
             } catch {
                 let line = "\(error)"
-                if line != lastFailure { log("\(error.category): " + errorText(error) + "; retrying") }  // once per kind
+                if line != lastFailure { log("\(error); retrying") }  // once per kind
                 lastFailure = line
                 retry = min(retry * 2, Self.lastRetry)
             }
             lock.withLock { if !stopped { lock.wait(seconds: retry) } }
-        }
-    }
-
-    private func errorText(_ error: CoreError) -> String {
-        switch error {
-        case .invalidArgument(let m), .invalidState(let m), .notFound(let m), .ioError(let m), .decodeError(let m), .unsupported(let m): m
         }
     }
 

@@ -134,7 +134,7 @@ final class SlimprotoPlayer: @unchecked Sendable {
             cancelTimer()
             let milliseconds = request.replayGain
             guard milliseconds > 0 else {
-                try? service.pause()
+                attempt("pause") { () throws(CoreError) in try service.pause() }
                 stat("STMp")
                 return
             }
@@ -142,7 +142,7 @@ final class SlimprotoPlayer: @unchecked Sendable {
                 log("slimproto: pause for \(milliseconds) ms ignored (playing: \(service.isPlaying), at most \(Self.longestAdjustment) ms)")
                 return
             }
-            try? service.pause()
+            attempt("pause for \(milliseconds) ms") { () throws(CoreError) in try service.pause() }
             resume(afterMilliseconds: Int(milliseconds))
         case UInt8(ascii: "u"):
             cancelTimer()
@@ -150,7 +150,7 @@ final class SlimprotoPlayer: @unchecked Sendable {
             let wait = Int32(bitPattern: at &- jiffies())
             if at == 0 || wait <= 0 || UInt32(wait) > Self.longestAdjustment {
                 if at != 0 && wait > 0 { log("slimproto: unpause at \(at) is \(wait) ms away (more than \(Self.longestAdjustment)): unpaused now") }
-                try? service.play()
+                attempt("unpause") { () throws(CoreError) in try service.play() }
             } else {
                 resume(afterMilliseconds: Int(wait))
             }
@@ -162,7 +162,7 @@ final class SlimprotoPlayer: @unchecked Sendable {
                 return
             }
             let target = min(service.currentTime() + Double(milliseconds) / 1000, service.duration())
-            try? service.seek(to: target)
+            attempt("skip ahead \(milliseconds) ms") { () throws(CoreError) in try service.seek(to: target) }
         default:
             break
         }
@@ -215,6 +215,16 @@ final class SlimprotoPlayer: @unchecked Sendable {
             active = false
             refuse("\(url): \(error)")
             stat("STMu")
+        }
+    }
+
+    /// Runs a service call; a failure is one logged line (the server hears
+    /// of the state it leaves through the events).
+    private func attempt(_ what: String, _ call: () throws(CoreError) -> Void) {
+        do throws(CoreError) {
+            try call()
+        } catch {
+            log("slimproto: \(what): \(error)")
         }
     }
 
