@@ -76,16 +76,23 @@ swift:
 build: deps swift
 	$(SWIFT) build
 
+# A pinned package from the package index in a virtual environment under
+# .build: $(call pinned-venv,FOLDER,PACKAGE==VERSION); made once, again when
+# the pin changes.
+define pinned-venv
+	@if [ "$$(cat $(1)/pinned 2>/dev/null)" != "$(2)" ]; then \
+	  rm -rf $(1) && python3 -m venv $(1) && \
+	  $(1)/bin/pip install --quiet --disable-pip-version-check "$(2)" && \
+	  echo "$(2)" > $(1)/pinned; \
+	fi
+endef
+
 # The UPnP tests' control point (Tests/UPnP): async-upnp-client, pinned, in
 # .build/python-upnp; made once, again when the pin changes.
 UPNP_CLIENT := async-upnp-client==0.49.0
 UPNP_VENV := $(CURDIR)/.build/python-upnp
 upnp-client: deps
-	@if [ "$$(cat $(UPNP_VENV)/pinned 2>/dev/null)" != "$(UPNP_CLIENT)" ]; then \
-	  rm -rf $(UPNP_VENV) && python3 -m venv $(UPNP_VENV) && \
-	  $(UPNP_VENV)/bin/pip install --quiet --disable-pip-version-check "$(UPNP_CLIENT)" && \
-	  echo "$(UPNP_CLIENT)" > $(UPNP_VENV)/pinned; \
-	fi
+	$(call pinned-venv,$(UPNP_VENV),$(UPNP_CLIENT))
 
 # The slimproto player's server in its tests (Tests/Slimproto): aioslimproto,
 # Music Assistant's slimproto server library, pinned, in
@@ -93,11 +100,7 @@ upnp-client: deps
 SLIMPROTO_SERVER := aioslimproto==3.3.0
 SLIMPROTO_VENV := $(CURDIR)/.build/python-slimproto
 slimproto-server: deps
-	@if [ "$$(cat $(SLIMPROTO_VENV)/pinned 2>/dev/null)" != "$(SLIMPROTO_SERVER)" ]; then \
-	  rm -rf $(SLIMPROTO_VENV) && python3 -m venv $(SLIMPROTO_VENV) && \
-	  $(SLIMPROTO_VENV)/bin/pip install --quiet --disable-pip-version-check "$(SLIMPROTO_SERVER)" && \
-	  echo "$(SLIMPROTO_SERVER)" > $(SLIMPROTO_VENV)/pinned; \
-	fi
+	$(call pinned-venv,$(SLIMPROTO_VENV),$(SLIMPROTO_SERVER))
 
 # The optimised player, .build/release/harmonia-play, built the way the
 # benchmarks build it (benchmarks/release-build.sh: Swift runtime linked in).

@@ -51,6 +51,9 @@ final class SlimprotoPlayer: @unchecked Sendable {
     private var gain: Float = 1
     private var outputEnabled = true
     private var timer: DispatchSourceTimer?
+    /// Ends the alignment after a start at a time (`resume`) when the
+    /// server's next command comes: its own corrections are not undone.
+    private var alignment: Cancellation?
     /// Watches for the first frame heard after a start (`watchFirstFrame`).
     private var firstFrameWatch: DispatchSourceTimer?
     /// Stops and errors up to this stamp were caused by our own `q`, `f` or
@@ -142,25 +145,32 @@ final class SlimprotoPlayer: @unchecked Sendable {
                 log("slimproto: pause for \(milliseconds) ms ignored (playing: \(service.isPlaying), at most \(Self.longestAdjustment) ms)")
                 return
             }
+            // Exact: that much silence heard, the position held (squeezelite's pause frames).
+            if service.shiftPlayback(bySeconds: -Double(milliseconds) / 1000) { return }
             attempt("pause for \(milliseconds) ms") { () throws(CoreError) in try service.pause() }
-            resume(afterMilliseconds: Int(milliseconds))
+            resume(atNanoseconds: clock.now() &+ UInt64(milliseconds) * 1_000_000, align: false)
         case UInt8(ascii: "u"):
             cancelTimer()
             let at = request.replayGain
-            let wait = Int32(bitPattern: at &- jiffies())
+            let now = clock.now()
+            let wait = Int32(bitPattern: at &- UInt32(truncatingIfNeeded: now / 1_000_000))
             if at == 0 || wait <= 0 || UInt32(wait) > Self.longestAdjustment {
                 if at != 0 && wait > 0 { log("slimproto: unpause at \(at) is \(wait) ms away (more than \(Self.longestAdjustment)): unpaused now") }
                 attempt("unpause") { () throws(CoreError) in try service.play() }
             } else {
-                resume(afterMilliseconds: Int(wait))
+                // Jiffy `at` as a time of the monotonic clock: this millisecond's start plus the wait.
+                resume(atNanoseconds: now - now % 1_000_000 + UInt64(wait) * 1_000_000, align: true)
             }
             stat("STMr")
         case UInt8(ascii: "a"):
+            alignment?.cancel()  // the server corrects now
             let milliseconds = request.replayGain
             guard milliseconds <= Self.longestAdjustment else {
                 log("slimproto: skip ahead \(milliseconds) ms ignored (at most \(Self.longestAdjustment) ms)")
                 return
             }
+            // Exact and without a seek (a stream that cannot seek too); else a seek.
+            if service.shiftPlayback(bySeconds: Double(milliseconds) / 1000) { return }
             let target = min(service.currentTime() + Double(milliseconds) / 1000, service.duration())
             attempt("skip ahead \(milliseconds) ms") { () throws(CoreError) in try service.seek(to: target) }
         default:
@@ -234,11 +244,48 @@ final class SlimprotoPlayer: @unchecked Sendable {
         stat("STMn")
     }
 
-    private func resume(afterMilliseconds milliseconds: Int) {
+    /// Plays when the monotonic clock reaches `deadline` (a timer with no
+    /// leeway). With `align`, then lines the heard position up with the
+    /// clock: once the first frame after it is heard, the difference
+    /// between the audio heard since and the time passed since `deadline`
+    /// (the output's start latency, the timer's lateness) is skipped, or
+    /// held as silence when early — to the frame, through the service's
+    /// `shiftPlayback` (specs/slimproto.md §Sync).
+    private func resume(atNanoseconds deadline: UInt64, align: Bool) {
         let timer = DispatchSource.makeTimerSource(queue: .global(qos: .userInteractive))
-        let service = self.service
-        timer.schedule(deadline: .now() + .milliseconds(milliseconds), leeway: .nanoseconds(0))
-        timer.setEventHandler { try? service.play() }
+        let service = self.service, clock = self.clock, log = self.log
+        let cancellation = Cancellation()
+        alignment = cancellation
+        let now = clock.now()
+        timer.schedule(deadline: .now() + .nanoseconds(Int(deadline > now ? deadline - now : 0)), leeway: .nanoseconds(0))
+        timer.setEventHandler {
+            let before = service.currentTime()
+            do throws(CoreError) {
+                try service.play()
+            } catch {
+                log("slimproto: unpause: \(error)")
+                return
+            }
+            guard align else { return }
+            // Poll the heard position every millisecond for at most 5 s: once
+            // 50 ms were heard (an output's first position reports are
+            // coarse), correct; a correction is heard after what the device
+            // holds, so look again 1 s later; at most 3 corrections.
+            var corrections = 0
+            var lookAgain: UInt64 = 0
+            for _ in 0..<5000 where !cancellation.isCancelled {
+                let heard = service.currentTime(), now = clock.now()
+                if now >= lookAgain && heard - before >= 0.05 {
+                    let passed = Double(Int64(bitPattern: now &- deadline)) / 1e6
+                    let early = (heard - before) * 1000 - passed  // ms: negative when late
+                    guard abs(early) >= 0.5, corrections < 3, service.shiftPlayback(bySeconds: -early / 1000) else { return }
+                    corrections += 1
+                    lookAgain = now &+ 1_000_000_000
+                }
+                guard service.isPlaying else { return }
+                clock.sleep(nanoseconds: 1_000_000)
+            }
+        }
         timer.resume()
         self.timer = timer
     }
@@ -246,6 +293,8 @@ final class SlimprotoPlayer: @unchecked Sendable {
     private func cancelTimer() {
         timer?.cancel()
         timer = nil
+        alignment?.cancel()
+        alignment = nil
     }
 
     // MARK: Events (main loop)
@@ -335,10 +384,22 @@ final class SlimprotoPlayer: @unchecked Sendable {
     }
 }
 
+/// A flag one thread raises and another reads. Any thread.
+private final class Cancellation: @unchecked Sendable {
+    private let lock = ConditionLock()
+    private var cancelled = false
+
+    func cancel() { lock.withLock { cancelled = true } }
+    var isCancelled: Bool { lock.withLock { cancelled } }
+}
+
 /// A timer its own handler ends: `end` cancels it and lets it go. Used on
 /// the timer's queue only.
 private final class TimerBox: @unchecked Sendable {
     private var timer: DispatchSourceTimer?
+    /// Ends the alignment after a start at a time (`resume`) when the
+    /// server's next command comes: its own corrections are not undone.
+    private var alignment: Cancellation?
     init(_ timer: DispatchSourceTimer) { self.timer = timer }
 
     func end() {

@@ -186,6 +186,36 @@ async def main(binary):
             heard = f.read()
         check(len(heard) < len(flac) and flac.startswith(heard), f"stopped after {len(heard)} of {len(flac)} bytes: a prefix, bit-exact")
 
+        # 5b. Sync corrections, to the frame: pause-for 300 ms plays 13,230 frames of
+        # silence (the position held), skip-ahead 500 ms drops 22,050 frames.
+        frame_bytes = 8  # stereo float32
+        hold, skip = 13230 * frame_bytes, 22050 * frame_bytes
+        start = file_bytes()
+        stms = stats.count("STMs received")
+        ended = stats.count("STMu received")
+        await player.play_url(f"{base}/flac_s16_stereo_44k.flac")
+        await wait_for(lambda: stats.count("STMs received") > stms, "STMs")
+        await wait_for(lambda: file_bytes() - start > len(flac) // 5, "a fifth of the track heard")
+        await player.pause_for(300)
+        await wait_for(lambda: file_bytes() - start > len(flac) // 2 + hold, "half the track heard after the silence")
+        await player.skip_over(500)
+        await wait_for(lambda: stats.count("STMu received") > ended, "STMu after the corrected track", timeout=30)
+        with open(output, "rb") as f:
+            f.seek(start)
+            heard = f.read()
+        check(len(heard) == len(flac) + hold - skip, f"pause-for 300 ms and skip-ahead 500 ms: {len(heard)} bytes = the track + 13,230 - 22,050 frames")
+        first = next(i for i in range(0, len(flac), frame_bytes) if heard[i:i + frame_bytes] != flac[i:i + frame_bytes])
+        # The silence starts at or a few zero frames before the first difference.
+        at = first
+        while at > 0 and flac[at - frame_bytes:at] == bytes(frame_bytes) and heard[at - frame_bytes + hold:at + hold] != flac[at - frame_bytes:at]:
+            at -= frame_bytes
+        check(heard[:at] == flac[:at] and heard[at:at + hold] == bytes(hold),
+              f"13,230 frames of silence at frame {at // frame_bytes}, the track before them bit-exact")
+        rest = heard[at + hold:]
+        joined = next(i for i in range(0, len(rest), frame_bytes) if rest[i:i + frame_bytes] != flac[at + i:at + i + frame_bytes])
+        check(rest[:joined] == flac[at:at + joined] and rest[joined:] == flac[at + joined + skip:],
+              f"then the track from there, 22,050 frames skipped at frame {(at + joined) // frame_bytes}, the rest bit-exact")
+
         # 6. A stream that is not there: STMn, and the player stays connected.
         failed = stats.count("STMn received")
         await player.play_url(f"{base}/missing.flac")
@@ -292,5 +322,96 @@ async def main(binary):
         shutil.rmtree(work, ignore_errors=True)
 
 
+class Heartbeats:
+    """STMt frames as (jiffies, elapsed ms) by the timestamp we sent, read
+    where aioslimproto unpacks them (its own handler still runs)."""
+
+    def __init__(self, player):
+        self.player = player
+        self.seen = {}
+        self.next_id = 1000
+        original = player._process_stat_stmt
+
+        def record(data):
+            fields = struct.unpack("!BBBLLLLHLLLLHLL", data[:47])
+            self.seen[fields[14]] = (fields[8], fields[13])
+            original(data)
+
+        player._process_stat_stmt = record
+
+    async def ask(self):
+        """(jiffies, elapsed ms) of a fresh STMt."""
+        self.next_id += 1
+        asked = self.next_id
+        await self.player._send_strm(b"t", replay_gain=asked)
+        await wait_for(lambda: asked in self.seen, "STMt")
+        return self.seen[asked]
+
+    async def offset(self, start):
+        jiffies, elapsed = await self.ask()
+        return elapsed - ((jiffies - start) & 0xFFFFFFFF)
+
+    async def converge(self, start, target, what, polls=200):
+        """Asks every 50 ms until five offsets in a row (elapsed minus the
+        time since `start`, in ms) are within 2 ms of `target` (a correction
+        is heard after what the sound server holds); bounded."""
+        recent = []
+        for _ in range(polls):
+            recent = (recent + [await self.offset(start)])[-5:]
+            if len(recent) == 5 and all(abs(value - target) <= 2 for value in recent):
+                return recent
+            await asyncio.sleep(0.05)  # the pace of the questions, not a wait for a result
+        raise AssertionError(f"{what}: the offset did not reach {target} ms; last {recent}")
+
+
+async def sync_main(binary):
+    """On the tests' private PulseAudio (HARMONIA_PULSE_DIR), where the heard
+    position is read from the server to the frame: a start at the server's
+    time converges to it, pause-for and skip-ahead move it by the asked amount."""
+    pulse = os.environ.get("HARMONIA_PULSE_DIR")
+    check(pulse is not None, "HARMONIA_PULSE_DIR names the tests' PulseAudio server (make test starts it)")
+    work = tempfile.mkdtemp(prefix="harmonia-slimproto-sync-")
+    stats = StatLog()
+    logging.getLogger("aioslimproto").addHandler(stats)
+    logging.getLogger("aioslimproto").setLevel(logging.DEBUG)
+    subprocess.run(["ffmpeg", "-v", "error", "-f", "lavfi", "-i", "sine=frequency=440:duration=15:sample_rate=44100",
+                    "-ac", "2", os.path.join(work, "tone.flac")], check=True)
+    http_server = start_http(work)
+    port = free_port()
+    server = await new_server(port)
+    env = dict(os.environ, XDG_STATE_HOME=os.path.join(work, "state"), PULSE_SERVER=f"unix:{pulse}/native")
+    proc = subprocess.Popen([binary, "slimproto", "--server", f"127.0.0.1:{port}", "--mac", MAC, "--output", "pulse", "--quiet"],
+                            stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=env)
+    try:
+        await wait_for(lambda: server.get_player(MAC) is not None and server.get_player(MAC).connected, "the player's HELO")
+        player = server.get_player(MAC)
+        beats = Heartbeats(player)
+        await player.play_url(f"http://127.0.0.1:{http_server.server_address[1]}/tone.flac", autostart=False)
+        await wait_for(lambda: stats.count("STMl received") >= 1, "STMl (opened, waiting for the group's start)")
+        jiffies, _ = await beats.ask()
+        start = (jiffies + 300) & 0xFFFFFFFF
+        await player.unpause_at(start)
+        await wait_for(lambda: stats.count("STMs received") >= 1, "STMs")
+        first = await beats.offset(start)
+        settled = await beats.converge(start, 0, "the start")
+        check(True, f"unpause at jiffies T: heard {first} ms from T at first, then lined up by exact skips: {settled} ms")
+        await player.pause_for(300)
+        held = await beats.converge(start, -300, "pause-for 300 ms")
+        check(True, f"pause-for 300 ms: the heard position moved to {held} ms from T")
+        await player.skip_over(500)
+        skipped = await beats.converge(start, 200, "skip-ahead 500 ms")
+        check(True, f"skip-ahead 500 ms: the heard position moved to {skipped} ms from T")
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait(10)
+        await server.stop()
+        http_server.shutdown()
+        shutil.rmtree(work, ignore_errors=True)
+
+
 if __name__ == "__main__":
-    run_checks(lambda: main(sys.argv[1]))
+    if len(sys.argv) > 2 and sys.argv[2] == "sync":
+        run_checks(lambda: sync_main(sys.argv[1]))
+    else:
+        run_checks(lambda: main(sys.argv[1]))
