@@ -410,8 +410,95 @@ async def sync_main(binary):
         shutil.rmtree(work, ignore_errors=True)
 
 
+def member_command(kind, binary, port, mac):
+    if kind == "ours":
+        return [binary, "slimproto", "--server", f"127.0.0.1:{port}", "--mac", mac, "--output", "pulse", "--quiet"]
+    return ["squeezelite", "-s", f"127.0.0.1:{port}", "-m", mac, "-n", f"squeezelite {mac[-2:]}"]
+
+
+async def group_offset(binary, members=("ours", "squeezelite"), burst_at=3.0):
+    """Two members in one group on the tests' private PulseAudio server
+    (HARMONIA_PULSE_DIR): each opened with autostart 0, each unpaused at the
+    same moment in its own jiffies (as Music Assistant starts a group); the
+    first plays a burst on the left channel, the second the same burst on
+    the right, `burst_at` seconds in, both into the one null sink, whose
+    monitor is recorded. Returns the milliseconds by which the first
+    member's burst came after the second's."""
+    pulse_server = os.environ.get("PULSE_SERVER") or f"unix:{os.environ['HARMONIA_PULSE_DIR']}/native"
+    work = tempfile.mkdtemp(prefix="harmonia-slimproto-group-")
+    burst = f"if(between(t,{burst_at},{burst_at + 0.5}),0.5*sin(2*PI*1000*t),0)"
+    for name, channels in (("left", f"{burst}|0"), ("right", f"0|{burst}")):
+        subprocess.run(["ffmpeg", "-v", "error", "-f", "lavfi", "-i", f"aevalsrc='{channels}':s=48000:d={burst_at + 1}",
+                        os.path.join(work, f"{name}.flac")], check=True)
+    http_server = start_http(work)
+    base = f"http://127.0.0.1:{http_server.server_address[1]}"
+    port = free_port()
+    server = await new_server(port)
+    env = dict(os.environ, XDG_STATE_HOME=os.path.join(work, "state"), PULSE_SERVER=pulse_server)
+    macs = ("02:11:22:33:44:55", "02:11:22:33:44:66")
+    procs = [subprocess.Popen(member_command(kind, binary, port, mac), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              stdin=subprocess.DEVNULL, env=env) for kind, mac in zip(members, macs)]
+    recording = os.path.join(work, "monitor.f32")
+    recorder = None
+    try:
+        for mac in macs:
+            await wait_for(lambda: server.get_player(mac) is not None and server.get_player(mac).connected, f"{mac}'s HELO")
+        players = [server.get_player(mac) for mac in macs]
+        ready = set()
+        for player in players:
+            original = player._process_stat_stml
+
+            def buffered(data, player=player, original=original):
+                ready.add(player.player_id)
+                original(data)
+
+            player._process_stat_stml = buffered
+        beats = [Heartbeats(player) for player in players]
+        await players[0].play_url(f"{base}/left.flac", autostart=False)
+        await players[1].play_url(f"{base}/right.flac", autostart=False)
+        await wait_for(lambda: len(ready) == 2, "STMl from both members")
+        recorder = subprocess.Popen(["parec", "--device=harmonia_null.monitor", "--raw", "--format=float32le", "--rate=48000",
+                                     "--channels=2", "--latency-msec=20", recording], env=env)
+        # One moment, 800 ms ahead, in each member's own clock.
+        target = time.monotonic() + 0.8
+        starts = []
+        for beat in beats:
+            jiffies, _ = await beat.ask()
+            starts.append((jiffies + round((target - time.monotonic()) * 1000)) & 0xFFFFFFFF)
+        for player, start in zip(players, starts):
+            await player.unpause_at(start)
+
+        def onsets():
+            if not os.path.exists(recording):
+                return None
+            with open(recording, "rb") as f:
+                data = f.read()
+            count = len(data) // 8
+            samples = struct.unpack(f"<{count * 2}f", data[:count * 8])
+            found = [next((i for i in range(channel, len(samples), 2) if abs(samples[i]) > 0.002), None) for channel in (0, 1)]
+            return None if None in found else [i // 2 for i in found]
+
+        await wait_for(lambda: onsets() is not None, "both bursts in the recording", timeout=burst_at + 20)
+        left, right = onsets()
+        return (left - right) / 48
+    finally:
+        if recorder:
+            recorder.terminate()
+            recorder.wait(10)
+        for proc in procs:
+            if proc.poll() is None:
+                proc.terminate()
+                proc.wait(10)
+        await server.stop()
+        http_server.shutdown()
+        shutil.rmtree(work, ignore_errors=True)
+
+
 if __name__ == "__main__":
     if len(sys.argv) > 2 and sys.argv[2] == "sync":
         run_checks(lambda: sync_main(sys.argv[1]))
+    elif len(sys.argv) > 3 and sys.argv[2] == "group":
+        # A measurement (benchmarks/run-slimproto.sh): prints the offset, asserts nothing.
+        print(f"{asyncio.run(group_offset(sys.argv[1], tuple(sys.argv[3].split('+')), float(sys.argv[4]) if len(sys.argv) > 4 else 3.0)):+.2f}")
     else:
         run_checks(lambda: main(sys.argv[1]))
