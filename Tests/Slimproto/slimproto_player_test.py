@@ -83,6 +83,21 @@ def scaled(pcm, gain):
     return struct.pack(f"<{count}f", *(v * gain for v in values))
 
 
+async def tear_down(procs, server, http_server, work):
+    """Ends the processes (SIGTERM, then SIGKILL after 10 s), the servers and the folder."""
+    for proc in procs:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    await server.stop()
+    http_server.shutdown()
+    shutil.rmtree(work, ignore_errors=True)
+
+
 async def new_server(port):
     server = SlimServer(cli_port=None, cli_port_json=None, ip_address="127.0.0.1", control_port=port)
     await server.start()
@@ -314,12 +329,7 @@ async def main(binary):
         print("server log:\n" + "\n".join(stats.lines[-40:]), flush=True)
         raise
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        await server.stop()
-        http_server.shutdown()
-        shutil.rmtree(work, ignore_errors=True)
+        await tear_down([proc], server, http_server, work)
 
 
 class Heartbeats:
@@ -402,12 +412,7 @@ async def sync_main(binary):
         skipped = await beats.converge(start, 200, "skip-ahead 500 ms")
         check(True, f"skip-ahead 500 ms: the heard position moved to {skipped} ms from T")
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            proc.wait(10)
-        await server.stop()
-        http_server.shutdown()
-        shutil.rmtree(work, ignore_errors=True)
+        await tear_down([proc], server, http_server, work)
 
 
 def member_command(kind, binary, port, mac):
@@ -482,16 +487,7 @@ async def group_offset(binary, members=("ours", "squeezelite"), burst_at=3.0):
         left, right = onsets()
         return (left - right) / 48
     finally:
-        if recorder:
-            recorder.terminate()
-            recorder.wait(10)
-        for proc in procs:
-            if proc.poll() is None:
-                proc.terminate()
-                proc.wait(10)
-        await server.stop()
-        http_server.shutdown()
-        shutil.rmtree(work, ignore_errors=True)
+        await tear_down(procs + ([recorder] if recorder else []), server, http_server, work)
 
 
 if __name__ == "__main__":
