@@ -107,7 +107,7 @@ final class SlimprotoPlayer: @unchecked Sendable {
                 send(SlimprotoFrames.setdName(name))
             } else {
                 let text = String(decoding: data.prefix { $0 != 0 }.prefix(64), as: UTF8.self)
-                    .filter { !$0.isNewline && $0 != "\0" }
+                    .filter { $0.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value != 0x7F } }  // no control characters in a log line
                 if !text.isEmpty && text != name {
                     name = text
                     log("slimproto: the server named this player \"\(text)\"")
