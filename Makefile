@@ -19,7 +19,8 @@ SWIFT ?= $(shell command -v swift 2>/dev/null || echo /opt/swift/usr/bin/swift)
 # snapserver runs it. The WebSocket transport is tested with python3-websockets,
 # the web remote's page in headless Chromium driven by Selenium
 # (chromium, chromium-driver, python3-selenium). The UPnP renderer is driven
-# by async-upnp-client (Home Assistant's and Music Assistant's library), from
+# by async-upnp-client (Home Assistant's and Music Assistant's library), the
+# slimproto player by aioslimproto (Music Assistant's server library), both from
 # the package index, pinned, in a virtual environment (python3-venv) under
 # .build: `make upnp-client`; its multi-interface SSDP test makes veth
 # interfaces (iproute2) in a network namespace of its own (unshare, util-linux).
@@ -54,7 +55,7 @@ $(TEST_TARGETS): export XDG_STATE_HOME = $(TEST_XDG)/state
 # exists: the tests never read the user's.
 $(TEST_TARGETS): export XDG_CONFIG_HOME = $(TEST_XDG)/config
 
-.PHONY: all deps swift upnp-client build release install uninstall deb demo docs test test-unit test-pipewire test-hostile test-examples test-asan test-tsan test-install vectors fuzz bench clean
+.PHONY: all deps swift upnp-client slimproto-server build release install uninstall deb demo docs test test-unit test-pipewire test-hostile test-examples test-asan test-tsan test-install vectors fuzz bench clean
 
 all: build
 
@@ -75,16 +76,31 @@ swift:
 build: deps swift
 	$(SWIFT) build
 
+# A pinned package from the package index in a virtual environment under
+# .build: $(call pinned-venv,FOLDER,PACKAGE==VERSION); made once, again when
+# the pin changes.
+define pinned-venv
+	@if [ "$$(cat $(1)/pinned 2>/dev/null)" != "$(2)" ]; then \
+	  rm -rf $(1) && python3 -m venv $(1) && \
+	  $(1)/bin/pip install --quiet --disable-pip-version-check "$(2)" && \
+	  echo "$(2)" > $(1)/pinned; \
+	fi
+endef
+
 # The UPnP tests' control point (Tests/UPnP): async-upnp-client, pinned, in
 # .build/python-upnp; made once, again when the pin changes.
 UPNP_CLIENT := async-upnp-client==0.49.0
 UPNP_VENV := $(CURDIR)/.build/python-upnp
 upnp-client: deps
-	@if [ "$$(cat $(UPNP_VENV)/pinned 2>/dev/null)" != "$(UPNP_CLIENT)" ]; then \
-	  rm -rf $(UPNP_VENV) && python3 -m venv $(UPNP_VENV) && \
-	  $(UPNP_VENV)/bin/pip install --quiet --disable-pip-version-check "$(UPNP_CLIENT)" && \
-	  echo "$(UPNP_CLIENT)" > $(UPNP_VENV)/pinned; \
-	fi
+	$(call pinned-venv,$(UPNP_VENV),$(UPNP_CLIENT))
+
+# The slimproto player's server in its tests (Tests/Slimproto): aioslimproto,
+# Music Assistant's slimproto server library, pinned, in
+# .build/python-slimproto; made once, again when the pin changes.
+SLIMPROTO_SERVER := aioslimproto==3.3.0
+SLIMPROTO_VENV := $(CURDIR)/.build/python-slimproto
+slimproto-server: deps
+	$(call pinned-venv,$(SLIMPROTO_VENV),$(SLIMPROTO_SERVER))
 
 # The optimised player, .build/release/harmonia-play, built the way the
 # benchmarks build it (benchmarks/release-build.sh: Swift runtime linked in).
@@ -195,7 +211,7 @@ test-examples: deps swift
 # client) run after the others, not beside them: they load both cores, and
 # the real-time and Snapcast suites measure exact playback on real servers.
 WEB_TESTS := HarmoniaWebSocketTests
-test-unit: deps swift upnp-client
+test-unit: deps swift upnp-client slimproto-server
 	$(SWIFT) build --build-tests
 	$(WITH_PULSE) $(SWIFT) test --skip-build --skip '$(WEB_TESTS)' || status=$$?; \
 	  bash Tests/pulse-test-server.sh stop $(PULSE_DIR); exit $$status
@@ -262,8 +278,8 @@ fuzz: deps swift
 # A part that fails is recorded as failed (results/PART.json, unless the script
 # left one), the other parts still run, the report is still written, and make
 # exits non-zero at the end.
-BENCH_APT_PACKAGES := python3 mpv mpd mpc mpg123 hyperfine pulseaudio-utils time curl gmediarender gstreamer1.0-pulseaudio gstreamer1.0-plugins-good
-BENCH_PARTS := decode ringbuffer scaling pipeline latency footprint footprint-pipewire underruns scan update server snapcast websocket pipewire offline upnp library-scale
+BENCH_APT_PACKAGES := python3 mpv mpd mpc mpg123 hyperfine pulseaudio-utils time curl gmediarender gstreamer1.0-pulseaudio gstreamer1.0-plugins-good squeezelite-pa
+BENCH_PARTS := decode ringbuffer scaling pipeline latency footprint footprint-pipewire underruns scan update server snapcast websocket pipewire offline upnp library-scale slimproto
 BENCH_PULSE_DIR := $(PULSE_DIR)-bench
 bench: build
 	@$(MAKE) --no-print-directory deps APT_PACKAGES="$(APT_PACKAGES) $(BENCH_APT_PACKAGES)"

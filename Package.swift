@@ -31,6 +31,7 @@ let package = Package(
         .library(name: "HarmoniaListens", targets: ["HarmoniaListens"]),
         .library(name: "HarmoniaMPD", targets: ["HarmoniaMPD"]),
         .library(name: "HarmoniaSnapcast", targets: ["HarmoniaSnapcast"]),
+        .library(name: "HarmoniaSlimproto", targets: ["HarmoniaSlimproto"]),
     ] + (withWeb ? [.library(name: "HarmoniaWebSocket", targets: ["HarmoniaWebSocket"]),
                     .library(name: "HarmoniaUPnP", targets: ["HarmoniaUPnP"])] : []) + [
         .executable(name: "harmonia-play", targets: ["harmonia-play"]),
@@ -163,6 +164,13 @@ let package = Package(
             dependencies: ["HarmoniaCore", "HarmoniaLibrary", "HarmoniaControl"]
         ),
 
+        // A driving adapter: a Squeezebox player (slimproto over TCP) that
+        // Lyrion Music Server and Music Assistant drive; plain sockets, no C.
+        .target(
+            name: "HarmoniaSlimproto",
+            dependencies: ["HarmoniaCore", "HarmoniaControl"]
+        ),
+
         // MARK: Composition: the default adapters wired in one call
         .target(
             name: "HarmoniaLinux",
@@ -193,6 +201,7 @@ let package = Package(
                 "HarmoniaOfflineStore",
                 "HarmoniaListens",
                 "HarmoniaMPD",
+                "HarmoniaSlimproto",
                 "HarmoniaLinux",
                 "HarmoniaMPRIS",
                 "HarmoniaPulseAudio",
@@ -264,6 +273,10 @@ let package = Package(
         .testTarget(
             name: "HarmoniaMPDTests",
             dependencies: ["HarmoniaCore", "HarmoniaLibrary", "HarmoniaMPD", "HarmoniaControl", "HarmoniaTestSupport"]
+        ),
+        .testTarget(
+            name: "HarmoniaSlimprotoTests",
+            dependencies: ["HarmoniaCore", "HarmoniaSlimproto", "HarmoniaControl", "HarmoniaTestSupport"]
         ),
         .testTarget(
             name: "HarmoniaSnapcastTests",

@@ -213,6 +213,16 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
         withMainloopLock { flushLocked() }
     }
 
+    /// Applied by the write callback from its next request, to the frame
+    /// (`PulseRealTimeState.fill`): heard after what the server already holds.
+    public func shiftPlayback(byFrames frames: Int64) -> Bool {
+        withMainloopLock {
+            guard let rt else { return false }
+            if frames > 0 { rt.skipPending += frames } else { rt.silencePending += -max(frames, -Int64(Int32.max)) }
+            return true
+        }
+    }
+
     public func drain() {
         withMainloopLock {
             guard let rt, let stream, started, !paused else { return }
@@ -352,6 +362,8 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
     func flushLocked() {
         guard let rt else { return }
         rt.ring.discardReadable()  // safe: the callback cannot run while we hold the lock
+        rt.skipPending = 0
+        rt.silencePending = 0
         guard let stream, !serverLost else { return }
         // From here until the buffer is full again the callback writes no
         // silence (it may run while we wait below, with the ring empty), and

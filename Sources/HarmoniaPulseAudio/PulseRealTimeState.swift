@@ -53,6 +53,10 @@ final class PulseRealTimeState: @unchecked Sendable {
     var replayTo: Int64 = 0
     /// The main loop, signalled when a drain empties the ring or an underrun happens.
     var mainloop: OpaquePointer?
+    /// `shiftPlayback`'s frames still to skip (read from the ring, never
+    /// written, counted as heard) and to write as silence (not heard).
+    var skipPending: Int64 = 0
+    var silencePending: Int64 = 0
     /// Largest write that fits one tile of libpulse's shared-memory pool
     /// (whole frames): a larger `pa_stream_begin_write` gets a malloc'ed block.
     var maxChunkFrames = 4096
@@ -114,7 +118,22 @@ final class PulseRealTimeState: @unchecked Sendable {
                 got += n
                 replayFrom += Int64(n)
             }
-            // 2. The ring.
+            // 2. Sync corrections (shiftPlayback): silence while playing (not
+            // heard), then frames skipped (heard, never written).
+            if silencePending > 0 && playing && !refilling && !draining && got < frames {
+                let n = Int(min(silencePending, Int64(frames - got)))
+                for i in (got * channels)..<((got + n) * channels) { out[i] = 0 }
+                logSilence(at: streamFramesWritten + Int64(got), frames: Int64(n))
+                silencePending -= Int64(n)
+                got += n
+            }
+            while skipPending > 0 && got < frames {
+                let n = ring.read(into: out + got * channels, frames: Int(min(skipPending, Int64(frames - got))))
+                guard n > 0 else { break }
+                skipPending -= Int64(n)
+                logSilence(at: streamFramesWritten + Int64(got), frames: -Int64(n))
+            }
+            // 3. The ring.
             got += ring.read(into: out + got * channels, frames: frames - got)
             if got > 0 { hadRealData = true }
             let onlyWhatExists = !playing || (draining && !(drainsWithSilence && !drainRequested)) || refilling
@@ -172,10 +191,17 @@ final class PulseRealTimeState: @unchecked Sendable {
         }
     }
 
+    /// Logs `frames` of silence at stream frame `start`; a negative count
+    /// is frames skipped there (heard without being written: `shiftPlayback`).
     private func logSilence(at start: Int64, frames: Int64) {
-        if silenceCount > 0, silenceStarts[silenceCount - 1] + silenceLengths[silenceCount - 1] == start {
-            silenceLengths[silenceCount - 1] += frames
-            return
+        if silenceCount > 0 {
+            let last = silenceCount - 1
+            let joins = frames > 0 ? silenceLengths[last] > 0 && silenceStarts[last] + silenceLengths[last] == start
+                : silenceLengths[last] < 0 && silenceStarts[last] == start
+            if joins {
+                silenceLengths[last] += frames
+                return
+            }
         }
         if silenceCount == Self.silenceLogSize {
             silenceBeforeLog += silenceLengths[0]

@@ -19,6 +19,7 @@ struct HarmoniaPlay: ParsableCommand {
             harmonia-play decode INPUT -o OUTPUT [--start-frame N]
             harmonia-play history [--json] [--limit N]
             harmonia-play listens submit [--listenbrainz-token-file FILE]
+            harmonia-play slimproto [--server HOST[:PORT]] [--name NAME] [--output pulse|null|file:PATH]
             HARMONIA_CONTROL=PATH harmonia-play snapcast-control  (started by snapserver)
             """,
         discussion: """
@@ -40,7 +41,7 @@ struct HarmoniaPlay: ParsableCommand {
               harmonia-play history --limit 10
             """,
         version: HarmoniaVersion.string,
-        subcommands: [PlayCommand.self, ServeCommand.self, InfoCommand.self, DecodeCommand.self, VectorsCommand.self, SnapcastControlCommand.self, OfflineCommand.self, HistoryCommand.self, ListensCommand.self],
+        subcommands: [PlayCommand.self, ServeCommand.self, InfoCommand.self, DecodeCommand.self, VectorsCommand.self, SnapcastControlCommand.self, OfflineCommand.self, HistoryCommand.self, ListensCommand.self, SlimprotoCommand.self],
         defaultSubcommand: PlayCommand.self
     )
 }

@@ -128,6 +128,10 @@ public final class FileAudioOutput: AudioOutputPort, @unchecked Sendable {
     /// file. Paced, the frames not yet played are dropped.
     public func flush() { pacer?.flush() }
 
+    /// Paced only (its pacer does it): the silence is written to the file,
+    /// the skipped frames are not. Unpaced: false.
+    public func shiftPlayback(byFrames frames: Int64) -> Bool { pacer?.shiftPlayback(byFrames: frames) ?? false }
+
     public func drain() {
         pacer?.drain()
         lock.withLock { finishHeader() }

@@ -59,6 +59,10 @@ public final class NullAudioOutput: AudioOutputPort, @unchecked Sendable {
     /// a scratch buffer for frames played without a destination.
     private var manualRemainder = 0.0
     private var manualScratch: [Float] = []
+    /// `shiftPlayback`'s frames still to skip (counted as played) and to
+    /// play as silence (not counted), taken by the real-time consumer.
+    private var skipPending: Int64 = 0
+    private var silencePending: Int64 = 0
 
     /// Creates a stopped output. The ring is allocated by `configure`; with a
     /// `.realTime` pace, `start()` starts the consumer thread.
@@ -88,6 +92,8 @@ public final class NullAudioOutput: AudioOutputPort, @unchecked Sendable {
         lock.withLock {
             self.sampleRate = sampleRate
             ring = SPSCRingBuffer(minimumCapacity: ringFrames, channels: channels)
+            skipPending = 0
+            silencePending = 0
             played = 0
             underruns = 0
             hadData = false
@@ -117,6 +123,8 @@ public final class NullAudioOutput: AudioOutputPort, @unchecked Sendable {
             running = false
             generation += 1
             thread = nil
+            skipPending = 0
+            silencePending = 0
             ring?.requestDiscard()
             lock.broadcast()
         }
@@ -130,6 +138,8 @@ public final class NullAudioOutput: AudioOutputPort, @unchecked Sendable {
             // The consumer reads only under `lock`: drop the frames at once,
             // so their space is free for the next write.
             ring?.discardReadable()
+            skipPending = 0
+            silencePending = 0
             lock.broadcast()
         }
     }
@@ -157,6 +167,16 @@ public final class NullAudioOutput: AudioOutputPort, @unchecked Sendable {
     public func setVolume(_ volume: Float) { lock.withLock { self.volume = min(max(volume, 0), 1) } }
 
     public var framesPlayed: Int64 { lock.withLock { played } }
+
+    /// In `.realTime` pace: the consumer applies it from its next period,
+    /// to the frame (specs/realtime.md §AudioOutputPort).
+    public func shiftPlayback(byFrames frames: Int64) -> Bool {
+        guard case .realTime = pace else { return false }
+        lock.withLock {
+            if frames > 0 { skipPending += frames } else { silencePending += -max(frames, -Int64(Int32.max)) }
+        }
+        return true
+    }
 
     /// The configured format, or nil before `configure`.
     public var format: (sampleRate: Double, channels: Int)? {
@@ -230,17 +250,29 @@ public final class NullAudioOutput: AudioOutputPort, @unchecked Sendable {
             deadline += periodNanoseconds
             clock.sleep(until: deadline)
             var event: AudioOutputEvent?
-            var got = 0
+            var got = 0, silent = 0
             lock.withLock {
                 guard self.generation == generation else { return }
                 guard !paused, pauses == pausesBefore else {
                     deadline = clock.now()
                     return
                 }
-                got = ring.read(into: scratch, frames: periodFrames)
-                event = account(played: got, of: periodFrames, ring: ring)
+                // Silence asked for by shiftPlayback first (played, not heard),
+                // then frames to skip (heard, not played), then the period.
+                silent = Int(min(silencePending, Int64(periodFrames)))
+                silencePending -= Int64(silent)
+                if silent > 0 { scratch.update(repeating: 0, count: silent * ring.channels) }
+                let rest = scratch + silent * ring.channels
+                while skipPending > 0 {
+                    let dropped = ring.read(into: rest, frames: Int(min(skipPending, Int64(periodFrames - silent))))
+                    guard dropped > 0 else { break }
+                    skipPending -= Int64(dropped)
+                    played += Int64(dropped)
+                }
+                got = ring.read(into: rest, frames: periodFrames - silent)
+                event = silent == periodFrames ? nil : account(played: got, of: periodFrames - silent, ring: ring)
             }
-            if got > 0, let sink { sink(scratch, got, ring.channels) }
+            if got + silent > 0, let sink { sink(scratch, got + silent, ring.channels) }
             if let event { hub.emit(event) }
         }
     }

@@ -87,8 +87,20 @@ public protocol AudioOutputPort: AnyObject, Sendable {
     /// calls `configure`; the default. Producer thread, like `write`.
     /// - Throws: `invalidArgument` (a format the output cannot convert).
     func continueInFormat(sampleRate: Double, channels: Int) throws(CoreError) -> Bool
+
+    /// Moves what the listener hears by exactly `frames` frames, without a
+    /// flush, where the output takes frames from its ring (so after what
+    /// its device has already queued): positive skips that many of the
+    /// frames written (dropped, counted in `framesPlayed` as heard),
+    /// negative plays that many frames of silence before the next one (not
+    /// counted). A player's sync correction (slimproto's skip-ahead and
+    /// pause-for). What is not yet applied is dropped by `flush`,
+    /// `configure` and `stop`. Returns false when the output cannot (the
+    /// default). Any thread; never blocks on the device.
+    func shiftPlayback(byFrames frames: Int64) -> Bool
 }
 
 extension AudioOutputPort {
     public func continueInFormat(sampleRate: Double, channels: Int) throws(CoreError) -> Bool { false }
+    public func shiftPlayback(byFrames frames: Int64) -> Bool { false }
 }

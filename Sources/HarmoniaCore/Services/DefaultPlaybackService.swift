@@ -206,6 +206,20 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
         hub.observe(observer)
     }
 
+    /// Moves what the listener hears by `seconds` without a flush or a
+    /// seek — positive skips ahead, negative holds on silence — at the
+    /// output's current rate, to the frame
+    /// (specs/services.md §Sync corrections). The heard position follows exactly. Returns false when
+    /// nothing plays or the output cannot (`AudioOutputPort.shiftPlayback`).
+    /// Any thread.
+    public func shiftPlayback(bySeconds seconds: Double) -> Bool {
+        engine.withLock {
+            guard let rate = outputFormat?.sampleRate, rate > 0, seconds.isFinite, abs(seconds) <= 3600 else { return false }
+            let frames = Int64((seconds * rate).rounded())
+            return frames == 0 || output.shiftPlayback(byFrames: frames)
+        }
+    }
+
     /// Blocks until the decode thread has done all it can at the clock's
     /// current time (it waits for a control call, or for a later time).
     /// For deterministic tests and the vector runner with a manual clock.

@@ -59,6 +59,39 @@ struct NullAudioOutputTests {
         #expect(output.framesPlayed == 1060)         // only the 100 new frames played
     }
 
+    @Test("shiftPlayback: a skip drops exactly that many queued frames and counts them as played; a hold plays that many frames of silence and counts none; a flush drops what is not yet applied")
+    func shiftPlayback() throws {
+        let clock = ManualClock()
+        let heard = LockedValue<[Float]>([])
+        let output = NullAudioOutput(pace: .realTime(clock), periodFrames: 480, ringFrames: 4096) { samples, count, _ in
+            heard.withLock { $0 += Array(UnsafeBufferPointer(start: samples, count: count)) }
+        }
+        try output.configure(sampleRate: 48000, channels: 1)
+        #expect(output.write(frames(3000, channels: 1), frameCount: 3000) == 3000)
+        try output.start()
+        defer { output.stop() }
+        clock.waitForSleepers(1)
+        clock.step(by: period)                       // frames 0..<480
+        #expect(output.shiftPlayback(byFrames: 100))
+        clock.step(by: period)                       // 100 skipped, then 580..<1060
+        #expect(output.framesPlayed == 1060)
+        #expect(output.shiftPlayback(byFrames: -200))
+        clock.step(by: period)                       // 200 silent frames, then 1060..<1340
+        #expect(output.framesPlayed == 1340)
+        clock.step(by: period)                       // 1340..<1820
+        #expect(output.framesPlayed == 1820)
+        let expected = (0..<480).map(Float.init) + (580..<1060).map(Float.init) + [Float](repeating: 0, count: 200)
+            + (1060..<1820).map(Float.init)
+        #expect(heard.withLock { $0 } == expected)
+        #expect(output.shiftPlayback(byFrames: -480))
+        output.flush()                               // the hold not yet played goes with the queue
+        #expect(output.write(frames(480, channels: 1), frameCount: 480) == 480)
+        clock.step(by: period)
+        #expect(output.framesPlayed == 2300)
+        #expect(heard.withLock { $0.suffix(480) } == frames(480, channels: 1))
+        #expect(!NullAudioOutput(pace: .manual).shiftPlayback(byFrames: 10))  // manual pace: not done
+    }
+
     @Test("write never blocks: a full ring accepts nothing")
     func fullRing() throws {
         let output = NullAudioOutput(pace: .realTime(ManualClock()), periodFrames: 480, ringFrames: 1024)

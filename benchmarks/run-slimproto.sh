@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Squeezebox player (issue 40): the offset between two members of a slimproto
+# group, ours+ours, ours+squeezelite and squeezelite+squeezelite (Debian's
+# squeezelite-pa), driven by aioslimproto on one PulseAudio null sink
+# (benchmarks/slimproto/slimproto_bench.py) -> benchmarks/results/slimproto.json.
+# Env: RUNS (5).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. benchmarks/footprint/common.sh
+
+dpkg-query -W -f='${Status}' squeezelite-pa 2>/dev/null | grep -q "install ok installed" ||
+  { echo "run-slimproto.sh: squeezelite-pa is missing (apt-get install squeezelite-pa)" >&2; exit 1; }
+# The server: aioslimproto in the tests' virtual environment (make slimproto-server).
+make --no-print-directory slimproto-server >&2
+release_harmonia_play
+ensure_pulse slimproto
+trap stop_own_pulse EXIT
+timeout 1800 .build/python-slimproto/bin/python3 benchmarks/slimproto/slimproto_bench.py \
+  --ours "$HARMONIA_PLAY" --runs "${RUNS:-5}" --out "$RESULTS/slimproto.json"
