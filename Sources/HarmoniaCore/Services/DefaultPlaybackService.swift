@@ -71,6 +71,12 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
     var generation: UInt64 = 0
     /// The track a `read` is in flight on (engine released), if any.
     var readInFlight: OpenTrack?
+    /// The outgoing track a fade's `read` is in flight on with it, if any.
+    var fadeReadInFlight: OpenTrack?
+    /// The crossfade in use (`setCrossfade`); `fadeOut` is a fade in
+    /// progress (Playback/CrossfadeMix.swift).
+    var crossfade: CrossfadeSettings
+    var fadeOut: FadeOut?
     /// Moved by every change that makes an open in flight (engine released)
     /// stale: decoded audio invalidated, a queue edit, a stop or failure,
     /// another open that succeeded. An open that finds it moved is dropped.
@@ -83,6 +89,9 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
     /// control call decoding with the engine held).
     let threadBuffer = SampleBuffer()
     let controlBuffer = SampleBuffer()
+    /// The outgoing side of a fade, read beside `threadBuffer` or `controlBuffer`.
+    let threadFadeBuffer = SampleBuffer()
+    let controlFadeBuffer = SampleBuffer()
     /// Decoded frames the output has not accepted yet: `count` frames at
     /// `start` of `buffer`, with `channels` channels.
     var pending: (buffer: SampleBuffer, start: Int, count: Int, channels: Int)?
@@ -127,6 +136,8 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
         self.tagReader = tagReader
         self.configuration = configuration
         self.replayGain = configuration.replayGain
+        self.crossfade = configuration.crossfade
+        published.setCrossfade(configuration.crossfade)
         startDecodeThread()
         startOutputEventForwarder()
         // Reconnects and station metadata go out as they happen: they say
@@ -474,6 +485,20 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
         engine.withLock {
             replayGain = settings
             for open in allOpenTracks() { open.gain = settings.linearGain(for: open.tags) }
+        }
+    }
+
+    /// The crossfade in use (`setCrossfade`); read without waiting.
+    public var crossfadeSettings: CrossfadeSettings { published.crossfade }
+
+    /// Sets the crossfade for the track changes still to come: a fade in
+    /// progress finishes as it began; a fade not yet begun uses the new
+    /// length (specs/services.md §Crossfade).
+    public func setCrossfade(_ settings: CrossfadeSettings) {
+        engine.withLock {
+            crossfade = settings
+            published.setCrossfade(settings)
+            wakeDecodeThread()
         }
     }
 }

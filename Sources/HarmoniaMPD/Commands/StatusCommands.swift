@@ -95,6 +95,8 @@ public struct MPDStatusCommands: MPDCommandGroup {
             lines.append(("duration", Self.threeDecimals(duration)))
             if let format = song.format { lines.append(("audio", format)) }
         }
+        let crossfade = service.crossfadeSettings.seconds
+        if crossfade > 0 { lines.append(("xfade", String(Int(crossfade.rounded())))) }
         if let job = player.library.updateJob() { lines.append(("updating_db", String(job))) }
         if case .error(let error) = state { lines.append(("error", error.message.replacingOccurrences(of: "\n", with: " "))) }
         if let current, let next = nextPosition(after: current, count: entries.count, modes: modes) {

@@ -110,7 +110,7 @@ extension DefaultPlaybackService {
     /// Moves the heard track to `frame`: the output is flushed and the first
     /// frame written after is the sought frame.
     func seekLocked(_ heard: OpenTrack, toFrame frame: Int64) throws(CoreError) {
-        while readInFlight === heard { engine.wait() }
+        while readInFlight === heard || fadeReadInFlight === heard { engine.wait() }
         try decoder.seek(heard.handle, toFrame: frame)
         invalidateDecodedAudio()
         for open in allOpenTracks() where open !== heard { closeTrack(open) }

@@ -84,7 +84,7 @@ extension DefaultPlaybackService {
               heard > timeline.segments[1].writeStart || (heard == timeline.segments[1].writeStart && intent == .playing) {
             let ended = timeline.segments.removeFirst()
             emitEnded(ended.open, reason: ended.open.failure != nil ? .failed : .finished)
-            if ended.open !== decoding { closeTrack(ended.open) }
+            if ended.open !== decoding && ended.open !== fadeOut?.open { closeTrack(ended.open) }
             range = nil
             rangeEndReached = false
             becomeCurrent(timeline.segments[0].open)

@@ -21,12 +21,14 @@ final class PublishedPlayback: @unchecked Sendable {
     private var publishedVolume: Float = 1
     private var publishedQueue = PlaybackQueue()
     private var publishedCurrentID: UUID?
+    private var publishedCrossfade = CrossfadeSettings()
 
     // MARK: Reading (any thread)
 
     var state: PlaybackState { lock.withLock { publishedState } }
     var duration: Double { lock.withLock { publishedDuration } }
     var volume: Float { lock.withLock { publishedVolume } }
+    var crossfade: CrossfadeSettings { lock.withLock { publishedCrossfade } }
     var tracks: [Track] { lock.withLock { publishedQueue.tracks } }
     var repeatMode: RepeatMode { lock.withLock { publishedQueue.repeatMode } }
     var shuffled: Bool { lock.withLock { publishedQueue.shuffled } }
@@ -91,6 +93,10 @@ final class PublishedPlayback: @unchecked Sendable {
             publishedTimeline = points
             if points.isEmpty { publishedDuration = 0 }
         }
+    }
+
+    func setCrossfade(_ settings: CrossfadeSettings) {
+        lock.withLock { publishedCrossfade = settings }
     }
 
     func setDuration(_ duration: Double) {

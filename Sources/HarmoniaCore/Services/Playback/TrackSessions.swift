@@ -89,7 +89,7 @@ extension DefaultPlaybackService {
 
     func allOpenTracks() -> [OpenTrack] {
         var all: [OpenTrack] = timeline.segments.map(\.open)
-        for open in [decoding, awaitingFormat] + [preopened.flatMap { try? $0.result.get() }] {
+        for open in [decoding, awaitingFormat, fadeOut?.open] + [preopened.flatMap { try? $0.result.get() }] {
             if let open, !all.contains(where: { $0 === open }) { all.append(open) }
         }
         return all
@@ -98,7 +98,7 @@ extension DefaultPlaybackService {
     func closeTrack(_ open: OpenTrack) {
         guard !open.closed else { return }
         open.closed = true
-        if readInFlight === open { open.closeWhenReadReturns = true } else { decoder.close(open.handle) }
+        if readInFlight === open || fadeReadInFlight === open { open.closeWhenReadReturns = true } else { decoder.close(open.handle) }
     }
 
     /// Closes every open track. `publish: false` when a stopped or error
@@ -106,6 +106,7 @@ extension DefaultPlaybackService {
     func closeAllTracks(publish: Bool = true) {
         for open in allOpenTracks() { closeTrack(open) }
         timeline.segments = []
+        fadeOut = nil
         decoding = nil
         awaitingFormat = nil
         preopened = nil
@@ -117,6 +118,7 @@ extension DefaultPlaybackService {
         generation &+= 1
         openEpoch &+= 1
         pending = nil
+        endFade()
     }
 }
 
