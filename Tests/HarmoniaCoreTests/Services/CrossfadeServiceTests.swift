@@ -1,0 +1,109 @@
+// The crossfade's service logic on scripted sources (specs/services.md
+// §Crossfade): where the listener meets the next track (the fade's middle),
+// each side's ReplayGain before the mix, and a seek or stop in the middle
+// of a fade leaving nothing half-faded. Every frame of a CounterDecoder
+// source names itself, so the heard samples say exactly what was mixed.
+import Foundation
+@testable import HarmoniaCore
+import HarmoniaTestSupport
+import Testing
+
+@Suite("PlaybackService crossfade") struct CrossfadeServiceTests {
+    /// 2 s tracks at 44.1 kHz, a 0.5 s crossfade: the fade is frames
+    /// 66150 ..< 88200 of "a", its middle output frame 77175.
+    static let frames: Int64 = 88_200
+    static let fade = 22_050
+    static let fadeStart = 66_150
+    static let bBase: Float = 1_000_000
+
+    /// "a" at half gain (ReplayGain track −6.0206 dB), "b" at unity.
+    static func harness() throws -> ServiceHarness {
+        var quiet = TagBundle()
+        quiet.replayGainTrack = 20 * log10(0.5)
+        var configuration = PlaybackConfiguration()
+        configuration.crossfade = try CrossfadeSettings(seconds: 0.5)
+        configuration.replayGain = ReplayGainSettings(mode: .track, preampDB: 0, preventClipping: false)
+        return ServiceHarness(["a": .init(frames: frames, base: 0, tags: quiet), "b": .init(frames: frames, base: bBase)],
+                              configuration: configuration)
+    }
+
+    /// What the listener should hear at output frame `i`.
+    static func expected(_ i: Int) -> Float {
+        if i < fadeStart { return Float(i) * 0.5 }
+        if i < fadeStart + fade {
+            let k = i - fadeStart, t = Double(k) / Double(fade)
+            return Float(i) * 0.5 * Float(cos(.pi / 2 * t)) + (bBase + Float(k)) * Float(sin(.pi / 2 * t))
+        }
+        return bBase + Float(i - fadeStart)
+    }
+
+    func started(_ events: [PlaybackEvent]) -> [String] {
+        events.compactMap { if case .trackStarted(_, let track) = $0 { track.url } else { nil } }
+    }
+
+    @Test("the listener meets the next track in the fade's middle; each side has its own ReplayGain; every frame is the mix")
+    func heardJoinAtTheMiddle() throws {
+        let h = try Self.harness()
+        h.service.enqueue([Track(url: "a"), Track(url: "b")])
+        try h.service.jump(to: 0)
+        try h.service.play()
+        var heard = h.listen(frames: Self.fadeStart + Self.fade / 2 - 441)
+        #expect(started(h.events) == ["a"])
+        #expect(h.service.currentIndex == 0)
+        heard += h.listen(frames: 441)
+        #expect(started(h.events) == ["a", "b"])
+        #expect(h.service.currentIndex == 1)
+        // The listener is at the fade's middle: the incoming track's position is its own, half the fade in.
+        #expect(abs(h.service.currentTime() - (Double(Self.fade / 2) / 44_100)) < 1e-9)
+        heard += h.listen(frames: 200_000)
+        #expect(heard.count == Int(Self.frames) * 2 - Self.fade)
+        var worst: Float = 0
+        for (i, value) in heard.enumerated() { worst = max(worst, abs(value - Self.expected(i))) }
+        #expect(worst < 0.5, "heard differs from the equal-power mix by \(worst)")
+        #expect(h.service.state == .stopped)
+        #expect(h.decoder.openSessionCount == 0)
+    }
+
+    @Test("a seek in the middle of a fade drops it: the sought track plays alone, and fades again at its end")
+    func seekDropsTheFade() throws {
+        let h = try Self.harness()
+        h.service.enqueue([Track(url: "a"), Track(url: "b")])
+        try h.service.jump(to: 0)
+        try h.service.play()
+        h.listen(frames: Self.fadeStart + 4410)  // in the fade, before its middle: "a" is heard
+        try h.service.seek(to: 1.0)
+        let after = h.listen(frames: 4410)
+        // "a" alone from 1 s, at its gain: 44100 · 0.5, counting.
+        #expect(after.first == 44_100 * 0.5)
+        #expect(zip(after, after.dropFirst()).allSatisfy { $1 == $0 + 0.5 })
+        // And the fade comes again where it should: the rest is the same mix.
+        let rest = h.listen(frames: 200_000)
+        let offset = Self.fadeStart - (44_100 + 4410)  // output frames until the fade begins again
+        var worst: Float = 0
+        for (j, value) in rest.enumerated() { worst = max(worst, abs(value - Self.expected(Self.fadeStart - offset + j))) }
+        #expect(rest.count == Int(Self.frames) * 2 - Self.fade - (44_100 + 4410))
+        #expect(worst < 0.5)
+        #expect(h.decoder.openSessionCount == 0)
+    }
+
+    @Test("a seek after the fade's middle plays the next track alone; a stop mid-fade closes both sides")
+    func seekIntoTheNextTrackAndStop() throws {
+        let h = try Self.harness()
+        h.service.enqueue([Track(url: "a"), Track(url: "b")])
+        try h.service.jump(to: 0)
+        try h.service.play()
+        h.listen(frames: Self.fadeStart + Self.fade / 2 + 441)  // "b" is heard
+        #expect(h.service.currentIndex == 1)
+        try h.service.seek(to: 0.1)
+        let after = h.listen(frames: 4410)
+        #expect(after.first == Self.bBase + 4410)
+        #expect(isCounting(after[...]))
+        // Back into the next fade: a stop in the middle of one leaves no session open.
+        try h.service.jump(to: 0)
+        h.listen(frames: Self.fadeStart + 100)
+        h.service.stop()
+        h.settle()
+        #expect(h.decoder.openSessionCount == 0)
+        #expect(h.service.state == .stopped)
+    }
+}
