@@ -27,6 +27,15 @@ import Testing
                               configuration: configuration)
     }
 
+    /// The harness playing "a" then "b" from the start.
+    static func playing() throws -> ServiceHarness {
+        let h = try harness()
+        h.service.enqueue([Track(url: "a"), Track(url: "b")])
+        try h.service.jump(to: 0)
+        try h.service.play()
+        return h
+    }
+
     /// What the listener should hear at output frame `i`.
     static func expected(_ i: Int) -> Float {
         if i < fadeStart { return Float(i) * 0.5 }
@@ -37,16 +46,18 @@ import Testing
         return bBase + Float(i - fadeStart)
     }
 
+    /// The largest |heard − expected| for heard samples from output frame `first` on.
+    static func largestError(_ heard: [Float], from first: Int) -> Float {
+        heard.enumerated().reduce(0) { max($0, abs($1.element - expected(first + $1.offset))) }
+    }
+
     func started(_ events: [PlaybackEvent]) -> [String] {
         events.compactMap { if case .trackStarted(_, let track) = $0 { track.url } else { nil } }
     }
 
     @Test("the listener meets the next track in the fade's middle; each side has its own ReplayGain; every frame is the mix")
     func heardJoinAtTheMiddle() throws {
-        let h = try Self.harness()
-        h.service.enqueue([Track(url: "a"), Track(url: "b")])
-        try h.service.jump(to: 0)
-        try h.service.play()
+        let h = try Self.playing()
         var heard = h.listen(frames: Self.fadeStart + Self.fade / 2 - 441)
         #expect(started(h.events) == ["a"])
         #expect(h.service.currentIndex == 0)
@@ -57,8 +68,7 @@ import Testing
         #expect(abs(h.service.currentTime() - (Double(Self.fade / 2) / 44_100)) < 1e-9)
         heard += h.listen(frames: 200_000)
         #expect(heard.count == Int(Self.frames) * 2 - Self.fade)
-        var worst: Float = 0
-        for (i, value) in heard.enumerated() { worst = max(worst, abs(value - Self.expected(i))) }
+        let worst = Self.largestError(heard, from: 0)
         #expect(worst < 0.5, "heard differs from the equal-power mix by \(worst)")
         #expect(h.service.state == .stopped)
         #expect(h.decoder.openSessionCount == 0)
@@ -66,10 +76,7 @@ import Testing
 
     @Test("a seek in the middle of a fade drops it: the sought track plays alone, and fades again at its end")
     func seekDropsTheFade() throws {
-        let h = try Self.harness()
-        h.service.enqueue([Track(url: "a"), Track(url: "b")])
-        try h.service.jump(to: 0)
-        try h.service.play()
+        let h = try Self.playing()
         h.listen(frames: Self.fadeStart + 4410)  // in the fade, before its middle: "a" is heard
         try h.service.seek(to: 1.0)
         let after = h.listen(frames: 4410)
@@ -79,8 +86,7 @@ import Testing
         // And the fade comes again where it should: the rest is the same mix.
         let rest = h.listen(frames: 200_000)
         let offset = Self.fadeStart - (44_100 + 4410)  // output frames until the fade begins again
-        var worst: Float = 0
-        for (j, value) in rest.enumerated() { worst = max(worst, abs(value - Self.expected(Self.fadeStart - offset + j))) }
+        let worst = Self.largestError(rest, from: Self.fadeStart - offset)
         #expect(rest.count == Int(Self.frames) * 2 - Self.fade - (44_100 + 4410))
         #expect(worst < 0.5)
         #expect(h.decoder.openSessionCount == 0)
@@ -88,10 +94,7 @@ import Testing
 
     @Test("a seek after the fade's middle plays the next track alone; a stop mid-fade closes both sides")
     func seekIntoTheNextTrackAndStop() throws {
-        let h = try Self.harness()
-        h.service.enqueue([Track(url: "a"), Track(url: "b")])
-        try h.service.jump(to: 0)
-        try h.service.play()
+        let h = try Self.playing()
         h.listen(frames: Self.fadeStart + Self.fade / 2 + 441)  // "b" is heard
         #expect(h.service.currentIndex == 1)
         try h.service.seek(to: 0.1)
