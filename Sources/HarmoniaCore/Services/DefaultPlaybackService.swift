@@ -443,7 +443,7 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
                 return
             }
             endHeardTrack(reason: .skipped)
-            try switchTo(next)
+            try switchTo(next, fadingOut: outgoingForManualChange())
         }
     }
 
@@ -452,7 +452,7 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
             let heard = try heardTrackForControl("previous")
             guard let index = playbackQueue.index(of: heard.track.id) else { return }
             endHeardTrack(reason: .skipped)
-            try switchTo(playbackQueue.preceding(index) ?? index)
+            try switchTo(playbackQueue.preceding(index) ?? index, fadingOut: outgoingForManualChange())
         }
     }
 
@@ -461,7 +461,7 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
             try checkNotShutDown("jump")
             try checkIndex(index, "jump")
             endHeardTrack(reason: .skipped)
-            try switchTo(index)
+            try switchTo(index, fadingOut: outgoingForManualChange())
         }
     }
 

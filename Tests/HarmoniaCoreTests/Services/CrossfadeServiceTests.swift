@@ -109,4 +109,35 @@ import Testing
         #expect(h.decoder.openSessionCount == 0)
         #expect(h.service.state == .stopped)
     }
+
+    @Test("a manual next fades from the heard position: the next track is current at once and rises while the heard one falls; paused, it cuts")
+    func manualNextFadesFromTheHeardPosition() throws {
+        let h = try Self.playing()
+        h.listen(frames: 22_050)
+        try h.service.next()
+        #expect(h.service.currentIndex == 1)
+        #expect(started(h.events) == ["a", "b"])
+        let after = h.listen(frames: 44_100)
+        var worst: Float = 0
+        for (k, value) in after.enumerated() {
+            let t = Double(k) / Double(Self.fade)
+            let expected = k < Self.fade
+                ? Float(22_050 + k) * 0.5 * Float(cos(.pi / 2 * t)) + (Self.bBase + Float(k)) * Float(sin(.pi / 2 * t))
+                : Self.bBase + Float(k)
+            worst = max(worst, abs(value - expected))
+        }
+        #expect(after.count == 44_100)
+        #expect(worst < 0.5, "heard differs from a fade out of 'a' at 0.5 s by \(worst)")
+
+        // Paused, a skip is a cut: "a" from its start, alone.
+        try h.service.pause()
+        try h.service.previous()
+        try h.service.play()
+        let cut = h.listen(frames: 4410)
+        #expect(cut.first == 0)
+        #expect(zip(cut, cut.dropFirst()).allSatisfy { $1 == $0 + 0.5 })
+        h.service.stop()
+        h.settle()
+        #expect(h.decoder.openSessionCount == 0)
+    }
 }

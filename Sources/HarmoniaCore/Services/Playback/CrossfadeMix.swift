@@ -117,6 +117,43 @@ extension DefaultPlaybackService {
         return got
     }
 
+    /// For a manual change (next, previous, jump) while playing with a
+    /// crossfade: the heard track, its decoder moved to the heard frame, to
+    /// fade out from there under the new track; nil when nothing fades (off,
+    /// paused, nothing heard, a playback range). Waits for a read in flight
+    /// on it. Call before `switchTo`, after `endHeardTrack`.
+    func outgoingForManualChange() -> OpenTrack? {
+        guard crossfade.seconds > 0, intent == .playing, currentState == .playing, range == nil,
+              let heard = timeline.segments.first?.open, !heard.closed else { return nil }
+        let frame = heardFrame()
+        while readInFlight === heard || fadeReadInFlight === heard { engine.wait() }
+        guard !heard.closed else { return nil }
+        do throws(CoreError) {
+            try decoder.seek(heard.handle, toFrame: frame)
+        } catch {
+            return nil
+        }
+        heard.nextFrame = frame
+        heard.exhausted = false
+        return heard
+    }
+
+    /// Starts a manual change's fade: `outgoing` (from `outgoingForManualChange`)
+    /// fades out over `incoming`'s first frames — the crossfade's seconds, at
+    /// most what is left of `outgoing` and half of `incoming`. Returns false
+    /// (and closes `outgoing`) when they cannot mix: another format, nothing left.
+    func beginManualFade(from outgoing: OpenTrack, into incoming: OpenTrack) -> Bool {
+        var length = Int64(clampingFrames: crossfade.seconds * outgoing.info.sampleRate)
+        if let end = outgoing.endFrame ?? outgoing.info.totalFrames { length = min(length, end - outgoing.nextFrame) }
+        if let end = incoming.endFrame ?? incoming.info.totalFrames { length = min(length, (end - incoming.startFrame) / 2) }
+        guard length > 0, AudioFormat(outgoing.info) == AudioFormat(incoming.info) else {
+            closeTrack(outgoing)
+            return false
+        }
+        fadeOut = FadeOut(open: outgoing, length: length)
+        return true
+    }
+
     /// The fade is over (or its incoming side ended), or a seek, jump,
     /// stop or queue edit drops it with the audio decoded for it: the
     /// outgoing track's decode session closes unless it is still on the

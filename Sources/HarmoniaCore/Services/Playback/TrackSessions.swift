@@ -103,8 +103,9 @@ extension DefaultPlaybackService {
 
     /// Closes every open track. `publish: false` when a stopped or error
     /// state follows, which publishes the empty timeline with it (setState).
-    func closeAllTracks(publish: Bool = true) {
-        for open in allOpenTracks() { closeTrack(open) }
+    /// `keeping`: one track left open (a manual change's outgoing side).
+    func closeAllTracks(publish: Bool = true, keeping kept: OpenTrack? = nil) {
+        for open in allOpenTracks() where open !== kept { closeTrack(open) }
         timeline.segments = []
         fadeOut = nil
         decoding = nil
