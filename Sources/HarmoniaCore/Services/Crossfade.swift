@@ -33,8 +33,11 @@ public struct CrossfadeSettings: Sendable, Equatable {
 
     /// Whether `next` follows `previous` on the same album: the same album
     /// (non-empty) and album artist, the same disc (none counts as 1), and
-    /// the next track number. Such a join is gapless unless `fadeAlbums`.
+    /// the next track number; or the next range of the same file (a CUE
+    /// sheet's next track, whose tags are the file's). Such a join is
+    /// gapless unless `fadeAlbums`.
     public static func continuesAlbum(previous: (track: Track, tags: TagBundle?), next: (track: Track, tags: TagBundle?)) -> Bool {
+        if previous.track.url == next.track.url, let end = previous.track.end, next.track.start == end { return true }
         guard let album = previous.track.album, !album.isEmpty, album == next.track.album,
               previous.track.albumArtist == next.track.albumArtist,
               (previous.tags?.discNumber ?? 1) == (next.tags?.discNumber ?? 1),

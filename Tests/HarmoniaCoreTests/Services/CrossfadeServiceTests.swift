@@ -140,4 +140,21 @@ import Testing
         h.settle()
         #expect(h.decoder.openSessionCount == 0)
     }
+
+    @Test("the next range of the same file (a CUE sheet's next track) joins gapless, not faded")
+    func cueRangesStayGapless() throws {
+        var configuration = PlaybackConfiguration()
+        configuration.crossfade = try CrossfadeSettings(seconds: 0.5)
+        let h = ServiceHarness(["disc": .init(frames: 176_400)], configuration: configuration)
+        var first = Track(url: "disc"), second = Track(url: "disc")
+        first.end = 2
+        second.start = 2
+        h.service.enqueue([first, second])
+        try h.service.jump(to: 0)
+        try h.service.play()
+        let heard = h.listen(frames: 200_000)
+        #expect(heard.count == 176_400)
+        #expect(heard.first == 0)
+        #expect(isCounting(heard[...]))
+    }
 }
