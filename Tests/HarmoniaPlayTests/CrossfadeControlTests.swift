@@ -51,9 +51,17 @@ struct CrossfadeControlTests {
             #expect(answer.last?.hasPrefix("ACK [2@0] {crossfade} ") == true, "crossfade \(bad): \(answer)")
         }
         #expect(try client.fields("status")["xfade"] == "3")
+        // MixRamp's values are kept and shown as MPD 0.23.12 shows them
+        // (measured: mixrampdb: -17, mixrampdelay: 2, none after `nan`).
         #expect(try client.command("mixrampdb -17") == [])
         #expect(try client.command("mixrampdelay 2") == [])
-        #expect(try client.fields("status")["mixrampdelay"] == nil)  // MixRamp is off
+        var status = try client.fields("status")
+        #expect(status["mixrampdb"] == "-17")
+        #expect(status["mixrampdelay"] == "2")
+        #expect(try client.command("mixrampdelay nan") == [])
+        status = try client.fields("status")
+        #expect(status["mixrampdelay"] == nil)
+        #expect(status["mixrampdb"] == "-17")
         #expect(server.stop() != nil)  // SIGTERM: the state is saved on the way out
 
         server = try ServeProcess(music: music, folder: dir)

@@ -148,9 +148,11 @@ public struct MPDPlaybackCommands: MPDCommandGroup {
                 if changed { player.notify(.options) }
             }
         case "mixrampdb":
-            _ = try MPDArgument.float(args[0])
+            let db = try MPDArgument.float(args[0])
+            try player.run { () throws(MPDError) in player.setMixRamp(db: db) }
         case "mixrampdelay":
-            _ = try MPDArgument.float(args[0])
+            let delay = try MPDArgument.float(args[0])
+            try player.run { () throws(MPDError) in player.setMixRamp(delay: delay) }
         case "replay_gain_mode":
             guard ["off", "track", "album", "auto"].contains(args[0]) else { throw MPDError(.arg, "Unrecognized replay gain mode") }
             guard args[0] == "off" else { throw MPDError(.arg, "ReplayGain is set when the server starts here, not by clients") }
