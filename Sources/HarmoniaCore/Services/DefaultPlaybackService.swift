@@ -77,6 +77,9 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
     /// progress (Playback/CrossfadeMix.swift).
     var crossfade: CrossfadeSettings
     var fadeOut: FadeOut?
+    /// A join whose fade the output refused (another rate it cannot continue
+    /// in): the outgoing track plays to its end instead.
+    var refusedFade: (outgoing: OpenTrack, incoming: OpenTrack)?
     /// Moved by every change that makes an open in flight (engine released)
     /// stale: decoded audio invalidated, a queue edit, a stop or failure,
     /// another open that succeeded. An open that finds it moved is dropped.

@@ -157,4 +157,60 @@ import Testing
         #expect(heard.first == 0)
         #expect(isCounting(heard[...]))
     }
+
+    @Test("across 44.1 -> 48 kHz on an output that continues in the new rate: the outgoing side is converted and fades, no gap; the join is at the middle")
+    func rateChangeFade() throws {
+        var configuration = PlaybackConfiguration()
+        configuration.crossfade = try CrossfadeSettings(seconds: 0.5)
+        var continuing: FormatContinuingOutput?
+        let h = ServiceHarness(["a": .init(frames: 88_200), "b": .init(frames: 96_000, sampleRate: 48_000, base: Self.bBase)],
+                               configuration: configuration,
+                               wrapOutput: { let output = FormatContinuingOutput($0); continuing = output; return output })
+        let output = try #require(continuing)
+        h.service.enqueue([Track(url: "a"), Track(url: "b")])
+        try h.service.jump(to: 0)
+        try h.service.play()
+        // "a" alone to its fade (66150 frames at 44.1 kHz), then 0.5 s at 48 kHz mixed: "b" is heard at the middle.
+        var heard = h.listen(frames: 66_150)
+        #expect(output.calls == ["configure 44100.0", "continue 48000.0"])
+        heard += h.listen(frames: 12_000 - 480)
+        #expect(h.service.currentIndex == 0)
+        // (The harness steps 441 frames, 10 ms of 44.1 kHz, at 48 kHz: one more step
+        // wakes the decode thread, which sleeps at least `pollInterval`.)
+        heard += h.listen(frames: 480 + 441)
+        #expect(h.service.currentIndex == 1)
+        #expect(abs(h.service.currentTime() - (0.25 + 441.0 / 48_000)) < 1e-9)
+        heard += h.listen(frames: 200_000)
+        #expect(heard.count == 66_150 + 96_000)
+        #expect(heard.prefix(66_150).enumerated().allSatisfy { Float($0.offset) == $0.element })
+        // In the fade: what is left after taking out "b" is "a" at 48 kHz, each frame within one of "a"'s frames.
+        let step = 44_100.0 / 48_000
+        var worst = 0.0
+        for k in 0..<24_000 {
+            let t = Double(k) / 24_000
+            guard cos(.pi / 2 * t) > 0.2 else { break }
+            let outgoing = (Double(heard[66_150 + k]) - Double(Self.bBase + Float(k)) * sin(.pi / 2 * t)) / cos(.pi / 2 * t)
+            worst = max(worst, abs(outgoing - (66_150 + Double(k) * step)))
+        }
+        #expect(worst < 1, "the converted outgoing side is \(worst) frames off")
+        #expect(heard.suffix(72_000).enumerated().allSatisfy { Self.bBase + Float(24_000 + $0.offset) == $0.element })
+        #expect(h.decoder.openSessionCount == 0)
+    }
+
+    @Test("across a rate change on an output that cannot continue in it: no fade, every frame of both tracks, as without crossfade")
+    func rateChangeWithoutContinuingOutput() throws {
+        var configuration = PlaybackConfiguration()
+        configuration.crossfade = try CrossfadeSettings(seconds: 0.5)
+        let h = ServiceHarness(["a": .init(frames: 88_200), "b": .init(frames: 96_000, sampleRate: 48_000, base: Self.bBase)],
+                               configuration: configuration)
+        h.service.enqueue([Track(url: "a"), Track(url: "b")])
+        try h.service.jump(to: 0)
+        try h.service.play()
+        let heard = h.listen(frames: 300_000)
+        #expect(heard.count == 88_200 + 96_000)
+        #expect(heard.first == 0 && isCounting(heard.prefix(88_200)))
+        #expect(heard[88_200] == Self.bBase && isCounting(heard.suffix(96_000)))
+        #expect(started(h.events) == ["a", "b"])
+        #expect(h.decoder.openSessionCount == 0)
+    }
 }

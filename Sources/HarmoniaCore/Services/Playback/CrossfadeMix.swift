@@ -11,13 +11,17 @@ import Foundation
 /// into the first `length` frames of the track being decoded. Engine state.
 final class FadeOut {
     let open: OpenTrack
+    /// The fade's frames, at the incoming track's rate.
     let length: Int64
     /// Frames of the fade written so far.
     var done: Int64 = 0
+    /// Converts the outgoing side to the incoming rate, when they differ.
+    let resampler: FadeResampler?
 
-    init(open: OpenTrack, length: Int64) {
+    init(open: OpenTrack, length: Int64, resampler: FadeResampler? = nil) {
         self.open = open
         self.length = length
+        self.resampler = resampler
     }
 }
 
@@ -52,26 +56,46 @@ extension DefaultPlaybackService {
               let nextTrack = expectedNext(after: current) else { return .none }
         guard let preopened else { return .hold(atFrame: end - reach) }
         guard preopened.id == nextTrack.id, case .success(let next) = preopened.result,
-              AudioFormat(next.info) == AudioFormat(current.info),
+              next.info.channels == current.info.channels, refusedFade?.incoming !== next,
               let nextEnd = next.endFrame ?? next.info.totalFrames else { return .none }
         if !crossfade.fadeAlbums,
            CrossfadeSettings.continuesAlbum(previous: (current.track, current.tags), next: (next.track, next.tags)) {
             return .none
         }
-        let length = min(reach, (nextEnd - next.startFrame) / 2)
+        // Half the next track, in this track's frames (the rates may differ).
+        let nextHalf = Int64(clampingFrames: Double((nextEnd - next.startFrame) / 2) * current.info.sampleRate / next.info.sampleRate)
+        let length = min(reach, nextHalf)
         return length > 0 ? .fade(atFrame: end - length) : .none
     }
 
     /// Starts the fade from `outgoing` into `incoming` (now `decoding`):
     /// the rest of `outgoing` is mixed into `incoming`'s first frames, and
     /// the listener meets `incoming` in the fade's middle.
+    /// Across a change of rate (the output continues in the incoming
+    /// format), the rest of `outgoing` is converted to the incoming rate, and
+    /// a segment of it at that rate is placed before the incoming one.
     func beginFade(from outgoing: OpenTrack, into incoming: OpenTrack) {
         let end = outgoing.endFrame ?? outgoing.info.totalFrames ?? outgoing.nextFrame
-        let length = max(0, end - outgoing.nextFrame)
+        let fromRate = outgoing.info.sampleRate, toRate = incoming.info.sampleRate
+        let length = fromRate == toRate ? max(0, end - outgoing.nextFrame)
+            : Int64(clampingFrames: Double(max(0, end - outgoing.nextFrame)) * toRate / fromRate)
         let half = length / 2
+        var resampler: FadeResampler?
+        if fromRate != toRate {
+            // The kernel's left half reads the frames just before the fade.
+            var history = min(Int64(FadeResampler.halfTaps), outgoing.nextFrame - outgoing.startFrame)
+            do throws(CoreError) {
+                try decoder.seek(outgoing.handle, toFrame: outgoing.nextFrame - history)
+            } catch {
+                history = 0
+            }
+            resampler = FadeResampler(from: fromRate, to: toRate, channels: outgoing.info.channels, history: Int(history))
+            timeline.segments.append(Segment(open: outgoing, writeStart: timeline.written, sourceStart: outgoing.nextFrame,
+                                             step: fromRate / toRate))
+        }
         // The outgoing track stays open: its segment is on the timeline
         // (followListener closes it once the listener has passed it).
-        if length > 0 { fadeOut = FadeOut(open: outgoing, length: length) }
+        if length > 0 { fadeOut = FadeOut(open: outgoing, length: length, resampler: resampler) }
         timeline.segments.append(Segment(open: incoming, writeStart: timeline.written + half,
                                          sourceStart: incoming.nextFrame + half))
         publishTimeline()
@@ -98,16 +122,23 @@ extension DefaultPlaybackService {
         if fade.done >= fade.length { endFade() }
     }
 
-    /// Reads up to `frames` frames of `open` into `buffer` (several reads
-    /// when the decoder returns fewer): the outgoing side of a fade. Stops
-    /// at the track's end or an error (the rest is silence). Engine state
-    /// untouched: it may run with the engine released.
-    func readOutgoing(_ open: OpenTrack, into buffer: SampleBuffer, frames: Int) -> Int {
+    /// Reads `frames` frames of a fade's outgoing side into `buffer`, at the
+    /// incoming rate (converted when the rates differ); returns how many it
+    /// wrote (several reads when the decoder returns fewer; fewer at the
+    /// track's end or an error: the rest is silence). Touches no engine
+    /// state: it runs with the engine released.
+    func readOutgoing(_ fade: FadeOut, into buffer: SampleBuffer, frames: Int) -> Int {
+        guard let resampler = fade.resampler else { return readFully(fade.open, into: buffer.pointer, frames: frames) }
+        resampler.produce(frames, into: buffer.pointer) { readFully(fade.open, into: $0, frames: $1) }
+        return frames
+    }
+
+    private func readFully(_ open: OpenTrack, into pointer: UnsafeMutablePointer<Float>, frames: Int) -> Int {
         var got = 0
         while got < frames {
             let read: Int
             do throws(CoreError) {
-                read = try decoder.read(open.handle, into: buffer.pointer + got * open.info.channels, maxFrames: frames - got)
+                read = try decoder.read(open.handle, into: pointer + got * open.info.channels, maxFrames: frames - got)
             } catch {
                 break
             }

@@ -209,7 +209,7 @@ extension DefaultPlaybackService {
                 result = .failure(error)
             }
             guard let fade, case .success(let frames) = result, frames > 0 else { return (result, 0) }
-            return (result, self.readOutgoing(fade.open, into: fadeBuffer, frames: frames))
+            return (result, self.readOutgoing(fade, into: fadeBuffer, frames: frames))
         }
         let result: Result<Int, CoreError>
         let outgoingFrames: Int
@@ -331,11 +331,21 @@ extension DefaultPlaybackService {
             }
             switch result {
             case .success(let next):
-                decoding = next
                 let format = AudioFormat(next.info)
-                if fading && format == AudioFormat(current.info) && format == outputFormat {
-                    beginFade(from: current, into: next)
-                } else if format == outputFormat || continuesOutput(in: format, for: next) {
+                if fading {
+                    // Across a rate change only when the output continues in the new one.
+                    if format == outputFormat || continuesOutput(in: format, for: next) {
+                        decoding = next
+                        beginFade(from: current, into: next)
+                    } else {
+                        // No fade: `current` plays to its end, then the join is as without one.
+                        refusedFade = (current, next)
+                        self.preopened = (track.id, .success(next))
+                    }
+                    return
+                }
+                decoding = next
+                if format == outputFormat || continuesOutput(in: format, for: next) {
                     timeline.segments.append(Segment(open: next, writeStart: timeline.written, sourceStart: next.nextFrame))
                     publishTimeline()
                 } else {

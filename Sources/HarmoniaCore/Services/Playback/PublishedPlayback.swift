@@ -125,8 +125,8 @@ final class PublishedPlayback: @unchecked Sendable {
         while index + 1 < timeline.count && timeline[index + 1].writeStart <= heard { index += 1 }
         let point = timeline[index]
         let limit = index + 1 < timeline.count ? timeline[index + 1].writeStart : Int64.max
-        let frame = point.sourceStart + max(0, min(heard, limit) - point.writeStart)
-        return Double(frame - point.trackStart) / point.sampleRate
+        let played = Double(max(0, min(heard, limit) - point.writeStart)) * point.step
+        return (Double(point.sourceStart - point.trackStart) + played) / point.sampleRate
     }
 }
 

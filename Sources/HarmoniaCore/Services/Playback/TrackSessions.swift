@@ -108,6 +108,7 @@ extension DefaultPlaybackService {
         for open in allOpenTracks() where open !== kept { closeTrack(open) }
         timeline.segments = []
         fadeOut = nil
+        refusedFade = nil
         decoding = nil
         awaitingFormat = nil
         preopened = nil
