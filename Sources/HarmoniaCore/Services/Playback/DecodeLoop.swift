@@ -200,11 +200,14 @@ extension DefaultPlaybackService {
         let fadeBuffer = unlockForRead ? threadFadeBuffer : controlFadeBuffer
         if let fade { fadeBuffer.reserve(frames: configuration.chunkFrames, channels: fade.open.info.channels) }
         let generationBefore = generation
-        // The incoming side, then as many frames of the outgoing side.
-        let read = { () -> (Result<Int, CoreError>, outgoing: Int) in
+        let wanted = Int(want)
+        // The incoming side, then as many frames of the outgoing side. A local
+        // function capturing only constants, not a closure value: either of
+        // those would allocate on every read (DecodeThreadAllocationTests).
+        func read() -> (Result<Int, CoreError>, outgoing: Int) {
             let result: Result<Int, CoreError>
             do throws(CoreError) {
-                result = .success(try self.decoder.read(open.handle, into: buffer.pointer, maxFrames: Int(want)))
+                result = .success(try self.decoder.read(open.handle, into: buffer.pointer, maxFrames: wanted))
             } catch {
                 result = .failure(error)
             }
