@@ -41,10 +41,13 @@ enum ToneMeter {
                            frequencies: [Double]) -> [Double] {
         let n = frequencies.count * 2
         var normal = [[Double]](repeating: [Double](repeating: 0, count: n + 1), count: n)
+        var basis = [Double](repeating: 0, count: n)
         for frame in start..<(start + count) {
             let t = Double(frame) / rate
-            var basis = [Double]()
-            for f in frequencies { basis += [sin(2 * .pi * f * t), cos(2 * .pi * f * t)] }
+            for (k, f) in frequencies.enumerated() {
+                basis[2 * k] = sin(2 * .pi * f * t)
+                basis[2 * k + 1] = cos(2 * .pi * f * t)
+            }
             let y = Double(samples[frame * channels])
             for i in 0..<n {
                 for j in 0..<n { normal[i][j] += basis[i] * basis[j] }
@@ -224,8 +227,7 @@ struct CrossfadeTests {
     func badValues(_ value: String) throws {
         let files = try ToneFiles()
         defer { files.remove() }
-        let a = try files.tone("a", frequency: 440, seconds: 0.5, album: "First", track: 1)
-        let (result, samples) = try play(["--crossfade", value], [a], in: files)
+        let (result, samples) = try play(["--crossfade", value], [Fixtures.named("wav_s16_stereo_44k.wav").path], in: files)
         #expect(result.status != 0)
         #expect(result.stderrText.contains("crossfade"), "stderr: \(result.stderrText)")
         #expect(samples.isEmpty)
