@@ -249,7 +249,7 @@ TSAN_PULSE_TESTS := PulseAudioOutputAdapterTests|PulseAudioBehaviourTests|Playba
 TSAN_PIPEWIRE_TESTS := PulseAudioOutputAdapterTests|PulseAudioBehaviourTests
 test-tsan: deps swift
 	$(WITH_PULSE) $(SANITIZER_BUILD) HARMONIA_TSAN=1 $(SWIFT) test --sanitize=thread --scratch-path .build-tsan \
-	  --filter 'SPSCRingBuffer|NullAudioOutput|$(TSAN_PULSE_TESTS)|PlaybackServiceTests|QueueServiceTests|ServiceFeatureTests|ServiceOutputFailureTests|FileOutputServiceTests|SlowOpenServiceTests|HarmoniaLibraryTests|HarmoniaMPDTests|HarmoniaControlTests' || status=$$?; \
+	  --filter 'SPSCRingBuffer|NullAudioOutput|$(TSAN_PULSE_TESTS)|PlaybackServiceTests|QueueServiceTests|CrossfadeServiceTests|ServiceFeatureTests|ServiceOutputFailureTests|FileOutputServiceTests|SlowOpenServiceTests|HarmoniaLibraryTests|HarmoniaMPDTests|HarmoniaControlTests' || status=$$?; \
 	  bash Tests/pulse-test-server.sh stop $(PULSE_DIR); [ $$status -eq 0 ] || exit $$status; \
 	bash Tests/pipewire-test-server.sh start $(PIPEWIRE_DIR) && status=0; \
 	  HARMONIA_SOUND_SERVER=pipewire HARMONIA_PULSE_DIR=$(PIPEWIRE_DIR) HARMONIA_TSAN=1 $(SANITIZER_BUILD) \

@@ -151,6 +151,12 @@ struct PlayCommand: ParsableCommand {
     @Option(help: ArgumentHelp("dB added to the ReplayGain (needs --replaygain track|album).", valueName: "DB"))
     var preamp: Double?
 
+    @Option(help: ArgumentHelp("Seconds the end of each track overlaps the start of the next, 0 (gapless, the default) to 30; consecutive tracks of one album stay gapless (specs/services.md §Crossfade).", valueName: "SECONDS"))
+    var crossfade: Double = 0
+
+    @Flag(name: .customLong("crossfade-albums"), help: "With --crossfade: fade between consecutive tracks of one album too.")
+    var crossfadeAlbums = false
+
     @Option(help: ArgumentHelp("PulseAudio target latency in milliseconds, 10–2000 (default 500: the server sleeps between refills; pause, seek and volume do not wait for the buffer).", valueName: "MS"))
     var latency: Double?
 
@@ -240,6 +246,11 @@ struct PlayCommand: ParsableCommand {
                 throw ValidationError("--preamp applies only with --replaygain track or album")
             }
         }
+        do {
+            _ = try CrossfadeSettings(seconds: crossfade)
+        } catch {
+            throw ValidationError("--crossfade must be a number of seconds from 0 to \(Self.number(CrossfadeSettings.maximumSeconds)); got \(Self.number(crossfade))")
+        }
         if let latency, !(latency.isFinite && (10...2000).contains(latency)) {
             throw ValidationError("--latency must be from 10 to 2000 ms; got \(Self.number(latency))")
         }
@@ -259,6 +270,7 @@ struct PlayCommand: ParsableCommand {
         // Positions: for the status line 4 times a second, for machines every --tick.
         configuration.positionInterval = tick.map { $0 / 1000 } ?? (interactive ? 0.25 : machine ? 1 : 0)
         configuration.replayGain = ReplayGainSettings(mode: replaygain, preampDB: preamp ?? 0)
+        configuration.crossfade = try CrossfadeSettings(seconds: crossfade, fadeAlbums: crossfadeAlbums)
         // The history counts heard audio from position events (specs/listens.md §The rule).
         let listening = try listens.tracker()
         if listening != nil, configuration.positionInterval == 0 { configuration.positionInterval = 1 }

@@ -478,6 +478,15 @@ def run(binary, artifacts):
             wait_until(f"'{name}' no longer pressed", lambda: page.button(name).get_attribute("aria-pressed") == "false")
         passed("'Repeat' and 'Shuffle' set the modes, and their aria-pressed follows the player")
 
+        # Crossfade: the list sets the player's, and shows a value another client set
+        from selenium.webdriver.support.ui import Select
+        Select(page.find("a list named 'Crossfade'", "select", "Crossfade")).select_by_value("6")
+        wait_until("crossfade 6 after choosing '6 s'", lambda: play.status()["crossfade"] == 6)
+        play("set_crossfade", seconds=0)
+        play("repeat", mode="off")  # an event, so the page reads the status again
+        wait_until("the list back at 'Off'", lambda: Select(page.named("select", "Crossfade")).first_selected_option.text == "Off")
+        passed("'Crossfade' sets the player's crossfade, and follows it")
+
         # The queue's own buttons: move, jump, remove
         play("queue/add", uri=f"{SONGS[1][0]}/{SONGS[1][1]}")
         wait_until("three entries in the page's queue", lambda: len(page.queue_items()) == 3)

@@ -37,6 +37,8 @@ public struct PlayerState: Codable, Sendable, Equatable {
     public var volume: Double = 100
     public var repeatMode = RepeatMode.off.rawValue
     public var shuffle = false
+    /// The crossfade's seconds (0: off).
+    public var crossfade: Double = 0
 
     public init() {}
 
@@ -52,6 +54,7 @@ public struct PlayerState: Codable, Sendable, Equatable {
         volume = try values.decodeIfPresent(Double.self, forKey: .volume) ?? 100
         repeatMode = try values.decodeIfPresent(String.self, forKey: .repeatMode) ?? RepeatMode.off.rawValue
         shuffle = try values.decodeIfPresent(Bool.self, forKey: .shuffle) ?? false
+        crossfade = try values.decodeIfPresent(Double.self, forKey: .crossfade) ?? 0
     }
 
     /// The state of `service` now; `namedKey` gives the store key named
@@ -68,6 +71,7 @@ public struct PlayerState: Codable, Sendable, Equatable {
         volume = Double(service.volume) * 100
         repeatMode = service.repeatMode.rawValue
         shuffle = service.shuffle
+        crossfade = service.crossfadeSettings.seconds
     }
 }
 
@@ -230,6 +234,11 @@ public final class StateKeeper: PlayerFrontend {
         service.setVolume(Float(min(max(state.volume.isFinite ? state.volume : 100, 0), 100) / 100))
         if let mode = RepeatMode(rawValue: state.repeatMode) { service.setRepeatMode(mode) }
         service.setShuffle(state.shuffle)
+        do throws(CoreError) {
+            service.setCrossfade(try CrossfadeSettings(seconds: state.crossfade, fadeAlbums: service.crossfadeSettings.fadeAlbums))
+        } catch {
+            log("harmonia-play: state: \(error.category.rawValue): \(Console.oneLine(error.message)); the crossfade stays off")
+        }
         var kept: [Track] = [], newIndex: [Int?] = [], drops: [RestoreDrop: Int] = [:]
         for entry in state.queue {
             switch track(entry.uri) {

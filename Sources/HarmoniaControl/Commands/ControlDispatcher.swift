@@ -28,7 +28,7 @@ public final class ControlDispatcher {
     public static let commands = [
         "play", "pause", "toggle", "stop", "seek", "volume", "mute", "next", "previous", "jump", "status",
         "queue/items", "queue/add", "queue/remove", "queue/move", "queue/clear", "repeat", "single", "shuffle",
-        "info", "cover", "renew", "listens/recent", "quit",
+        "set_crossfade", "info", "cover", "renew", "listens/recent", "quit",
     ] + ControlLibrary.commands + ControlOffline.commands
 
     /// - Parameter readInfo: what `info` reads a file with (the player gives
@@ -192,6 +192,11 @@ public final class ControlDispatcher {
         case "shuffle":
             service.setShuffle(try args.bool("enabled"))
             return .object([("shuffle", .bool(service.shuffle))])
+        case "set_crossfade":
+            let settings = try CrossfadeSettings(seconds: try args.number("seconds"),
+                                                 fadeAlbums: service.crossfadeSettings.fadeAlbums)
+            service.setCrossfade(settings)
+            return .object([("crossfade", .double(settings.seconds))])
         case "info":
             let url: String
             if let uri = try args.optionalString("uri") {
@@ -280,6 +285,7 @@ public final class ControlDispatcher {
             ("repeat", .string(service.repeatMode.rawValue)),
             ("single", .string(actions.singleMode.rawValue)),
             ("shuffle", .bool(service.shuffle)),
+            ("crossfade", .double(service.crossfadeSettings.seconds)),
         ]
         if let url = service.currentTrack?.url, let title = actions.streamTitle(for: url) {
             members.append(("stream_title", .string(title)))  // a radio's heard title

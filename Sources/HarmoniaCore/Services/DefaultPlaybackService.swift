@@ -71,6 +71,15 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
     var generation: UInt64 = 0
     /// The track a `read` is in flight on (engine released), if any.
     var readInFlight: OpenTrack?
+    /// The outgoing track a fade's `read` is in flight on with it, if any.
+    var fadeReadInFlight: OpenTrack?
+    /// The crossfade in use (`setCrossfade`); `fadeOut` is a fade in
+    /// progress (Playback/CrossfadeMix.swift).
+    var crossfade: CrossfadeSettings
+    var fadeOut: FadeOut?
+    /// A join whose fade the output refused (another rate it cannot continue
+    /// in): the outgoing track plays to its end instead.
+    var refusedFade: (outgoing: OpenTrack, incoming: OpenTrack)?
     /// Moved by every change that makes an open in flight (engine released)
     /// stale: decoded audio invalidated, a queue edit, a stop or failure,
     /// another open that succeeded. An open that finds it moved is dropped.
@@ -83,6 +92,9 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
     /// control call decoding with the engine held).
     let threadBuffer = SampleBuffer()
     let controlBuffer = SampleBuffer()
+    /// The outgoing side of a fade, read beside `threadBuffer` or `controlBuffer`.
+    let threadFadeBuffer = SampleBuffer()
+    let controlFadeBuffer = SampleBuffer()
     /// Decoded frames the output has not accepted yet: `count` frames at
     /// `start` of `buffer`, with `channels` channels.
     var pending: (buffer: SampleBuffer, start: Int, count: Int, channels: Int)?
@@ -127,6 +139,8 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
         self.tagReader = tagReader
         self.configuration = configuration
         self.replayGain = configuration.replayGain
+        self.crossfade = configuration.crossfade
+        published.setCrossfade(configuration.crossfade)
         startDecodeThread()
         startOutputEventForwarder()
         // Reconnects and station metadata go out as they happen: they say
@@ -446,7 +460,7 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
                 return
             }
             endHeardTrack(reason: .skipped)
-            try switchTo(next)
+            try switchTo(next, fadingOut: outgoingForManualChange())
         }
     }
 
@@ -455,7 +469,7 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
             let heard = try heardTrackForControl("previous")
             guard let index = playbackQueue.index(of: heard.track.id) else { return }
             endHeardTrack(reason: .skipped)
-            try switchTo(playbackQueue.preceding(index) ?? index)
+            try switchTo(playbackQueue.preceding(index) ?? index, fadingOut: outgoingForManualChange())
         }
     }
 
@@ -464,7 +478,7 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
             try checkNotShutDown("jump")
             try checkIndex(index, "jump")
             endHeardTrack(reason: .skipped)
-            try switchTo(index)
+            try switchTo(index, fadingOut: outgoingForManualChange())
         }
     }
 
@@ -488,6 +502,20 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
         engine.withLock {
             replayGain = settings
             for open in allOpenTracks() { open.gain = settings.linearGain(for: open.tags) }
+        }
+    }
+
+    /// The crossfade in use (`setCrossfade`); read without waiting.
+    public var crossfadeSettings: CrossfadeSettings { published.crossfade }
+
+    /// Sets the crossfade for the track changes still to come: a fade in
+    /// progress finishes as it began; a fade not yet begun uses the new
+    /// length (specs/services.md §Crossfade).
+    public func setCrossfade(_ settings: CrossfadeSettings) {
+        engine.withLock {
+            crossfade = settings
+            published.setCrossfade(settings)
+            wakeDecodeThread()
         }
     }
 }

@@ -70,6 +70,9 @@ public struct PlaybackConfiguration: Sendable {
     /// A source slower than real time then plays in long stretches with a
     /// few pauses, not in a stutter of short ones.
     public var rebuffer: Double
+    /// The crossfade the service starts with (off); `setCrossfade(_:)`
+    /// changes the one in use later.
+    public var crossfade: CrossfadeSettings
 
     /// Builds a configuration from the values above. The defaults: 2 s
     /// decode-ahead, a position event every 0.5 s, ReplayGain off,
@@ -78,7 +81,7 @@ public struct PlaybackConfiguration: Sendable {
     public init(decodeAhead: Double = 2.0, positionInterval: Double = 0.5,
                 replayGain: ReplayGainSettings = ReplayGainSettings(),
                 chunkFrames: Int = 16384, pollInterval: Double = 0.01, prefillFrames: Int = 8192,
-                rebuffer: Double = 1.5) {
+                rebuffer: Double = 1.5, crossfade: CrossfadeSettings = CrossfadeSettings()) {
         self.decodeAhead = decodeAhead
         self.positionInterval = positionInterval
         self.replayGain = replayGain
@@ -86,6 +89,7 @@ public struct PlaybackConfiguration: Sendable {
         self.pollInterval = pollInterval
         self.prefillFrames = prefillFrames
         self.rebuffer = rebuffer
+        self.crossfade = crossfade
     }
 }
 

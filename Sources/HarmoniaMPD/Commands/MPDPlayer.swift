@@ -31,6 +31,11 @@ public final class MPDPlayer: @unchecked Sendable {
     // application layer's, `PlayerActions.singleMode`).
     private var consumeMode = false
     private var outputEnabled = true
+    /// MixRamp's values as clients set them (`mixrampdb`, `mixrampdelay`):
+    /// kept and shown by `status` as MPD does; the engine has no MixRamp, as
+    /// MPD has none without MixRamp tags (then `crossfade` applies). A
+    /// delay that is not > 0 (MPD's default, `nan`) is off.
+    private var mixRamp: (db: Float, delay: Float) = (0, .nan)
     // Guarded by `lock`: seconds played (MPD's `playtime`).
     private var playedSeconds = 0.0
     private var playingSince: Date?
@@ -112,6 +117,19 @@ public final class MPDPlayer: @unchecked Sendable {
     }
 
     var isOutputEnabled: Bool { lock.withLock { outputEnabled } }
+
+    var mixRampValues: (db: Float, delay: Float) { lock.withLock { mixRamp } }
+
+    /// Sets one of MixRamp's values; idle clients hear `options` of a change.
+    func setMixRamp(db: Float? = nil, delay: Float? = nil) {
+        let changed = lock.withLock { () -> Bool in
+            let before = mixRamp
+            if let db { mixRamp.db = db }
+            if let delay { mixRamp.delay = delay }
+            return before.db != mixRamp.db || !(before.delay == mixRamp.delay || (before.delay.isNaN && mixRamp.delay.isNaN))
+        }
+        if changed { notify(.options) }
+    }
 
     /// Disabling the one output mutes it (playback goes on, as MPD's
     /// position does with no output enabled); enabling unmutes.

@@ -137,11 +137,22 @@ public struct MPDPlaybackCommands: MPDCommandGroup {
             let on = try MPDArgument.bool(args[0])
             try player.run { () throws(MPDError) in player.setConsume(on) }
         case "crossfade":
-            _ = try MPDArgument.unsigned(args[0])  // checked as MPD does; gapless playback has no crossfade
+            // An unsigned number of seconds, as MPD reads it, up to our longest fade.
+            let seconds = try MPDArgument.unsigned(args[0])
+            guard let settings = try? CrossfadeSettings(seconds: Double(seconds), fadeAlbums: service.crossfadeSettings.fadeAlbums) else {
+                throw MPDError(.arg, "Crossfade of \(seconds) s is longer than \(Int(CrossfadeSettings.maximumSeconds)) s")
+            }
+            try player.run { () throws(MPDError) in
+                let changed = service.crossfadeSettings != settings
+                service.setCrossfade(settings)
+                if changed { player.notify(.options) }
+            }
         case "mixrampdb":
-            _ = try MPDArgument.float(args[0])
+            let db = try MPDArgument.float(args[0])
+            try player.run { () throws(MPDError) in player.setMixRamp(db: db) }
         case "mixrampdelay":
-            _ = try MPDArgument.float(args[0])
+            let delay = try MPDArgument.float(args[0])
+            try player.run { () throws(MPDError) in player.setMixRamp(delay: delay) }
         case "replay_gain_mode":
             guard ["off", "track", "album", "auto"].contains(args[0]) else { throw MPDError(.arg, "Unrecognized replay gain mode") }
             guard args[0] == "off" else { throw MPDError(.arg, "ReplayGain is set when the server starts here, not by clients") }

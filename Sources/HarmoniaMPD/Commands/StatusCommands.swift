@@ -72,7 +72,7 @@ public struct MPDStatusCommands: MPDCommandGroup {
             ("partition", "default"),
             ("playlist", String(player.ledger.version)),
             ("playlistlength", String(entries.count)),
-            ("mixrampdb", "0"),
+            ("mixrampdb", Self.shortest(player.mixRampValues.db)),
         ]
         let state = service.state
         let active: Bool
@@ -95,6 +95,10 @@ public struct MPDStatusCommands: MPDCommandGroup {
             lines.append(("duration", Self.threeDecimals(duration)))
             if let format = song.format { lines.append(("audio", format)) }
         }
+        let crossfade = service.crossfadeSettings.seconds
+        if crossfade > 0 { lines.append(("xfade", String(Int(crossfade.rounded())))) }
+        let mixRampDelay = player.mixRampValues.delay
+        if mixRampDelay > 0 { lines.append(("mixrampdelay", Self.shortest(mixRampDelay))) }
         if let job = player.library.updateJob() { lines.append(("updating_db", String(job))) }
         if case .error(let error) = state { lines.append(("error", error.message.replacingOccurrences(of: "\n", with: " "))) }
         if let current, let next = nextPosition(after: current, count: entries.count, modes: modes) {
@@ -115,6 +119,14 @@ public struct MPDStatusCommands: MPDCommandGroup {
     /// Seconds rounded half up, as MPD's `time:` ("1.5" → 2).
     static func wholeSeconds(_ seconds: Double) -> Int64 {
         seconds.isFinite ? Int64(min(seconds, 1e15).rounded(.toNearestOrAwayFromZero)) : 0
+    }
+
+    /// A float as MPD's `{}` formats it: the shortest text that reads back
+    /// (-17, 2.5, nan, inf).
+    static func shortest(_ value: Float) -> String {
+        if value.isNaN { return "nan" }
+        if value.isInfinite { return value < 0 ? "-inf" : "inf" }
+        return value == value.rounded() && abs(value) < 1e9 ? String(Int(value)) : "\(value)"
     }
 
     static func threeDecimals(_ seconds: Double) -> String {

@@ -7,7 +7,7 @@ const $ = (id) => document.getElementById(id);
 
 const state = {
   connection: "connecting", // connecting | open | down | auth
-  player: { state: "stopped", volume: 100, muted: false, index: null, track: null, repeat: "off", shuffle: false, radio: null },
+  player: { state: "stopped", volume: 100, muted: false, index: null, track: null, repeat: "off", shuffle: false, crossfade: 0, radio: null },
   clock: { position: 0, duration: 0, at: 0 }, // heard `position` (s) at performance.now() == `at`
   queue: [],
   library: { present: true, mode: "artists", stack: [], query: "", rows: [], all: null, total: 0, seq: 0 },
@@ -145,7 +145,7 @@ function applyStatus(s) {
   const p = state.player, id = (t) => t && t.id;
   const changed = id(p.track) !== id(s.track) || state.coverKey === null;
   Object.assign(p, { volume: s.volume, muted: s.muted, index: s.index, track: s.track, repeat: s.repeat,
-                     shuffle: s.shuffle, radio: s.stream_title ? { title: s.stream_title } : null });
+                     shuffle: s.shuffle, crossfade: s.crossfade || 0, radio: s.stream_title ? { title: s.stream_title } : null });
   setPlayerState(s.state);
   setClock(s.position, s.duration || 0);
   if (changed) loadCover();
@@ -259,6 +259,14 @@ function renderNow() {
   $("repeat").title = "Repeat: " + p.repeat;
   $("repeat-one").hidden = p.repeat !== "one";
   $("shuffle").setAttribute("aria-pressed", String(p.shuffle));
+  showCrossfade(p.crossfade);
+}
+
+// The crossfade's list shows the player's value, added when a client set another one (mpc crossfade 3).
+function showCrossfade(seconds) {
+  const list = $("crossfade"), value = String(seconds);
+  if (![...list.options].some((o) => o.value === value)) list.add(new Option(value + " s", value));
+  list.value = value;
 }
 
 const isPlaying = () => state.player.state === "playing" || state.player.state === "buffering";
@@ -552,6 +560,7 @@ press("next", () => act("next"));
 press("previous", () => act("previous"));
 press("repeat", () => act("repeat", { mode: { off: "all", all: "one" }[state.player.repeat] || "off" }).then(modeResult));
 press("shuffle", () => act("shuffle", { enabled: !state.player.shuffle }).then(modeResult));
+on("crossfade", "change", () => act("set_crossfade", { seconds: Number($("crossfade").value) }).then(modeResult));
 press("mute", () => act("mute", { enabled: !state.player.muted }).then(modeResult));
 press("clear", () => { if (state.queue.length && confirm("Remove every song from the queue?")) act("queue/clear"); });
 

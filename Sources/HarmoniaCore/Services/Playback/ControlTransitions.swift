@@ -38,10 +38,14 @@ extension DefaultPlaybackService {
     /// with the engine released: a call made meanwhile (stop, another jump)
     /// supersedes this one, which then returns having changed nothing more;
     /// a pause made meanwhile is kept.
-    func switchTo(_ index: Int) throws(CoreError) {
+    /// `fadingOut`: the heard track, positioned where it is heard
+    /// (`outgoingForManualChange`), to fade out under the new one
+    /// (specs/services.md §Crossfade); closed when it cannot.
+    func switchTo(_ index: Int, fadingOut outgoing: OpenTrack? = nil) throws(CoreError) {
         invalidateDecodedAudio()
-        closeAllTracks()
+        closeAllTracks(keeping: outgoing)
         range = nil
+        defer { if let outgoing, fadeOut?.open !== outgoing { closeTrack(outgoing) } }
         var candidate: Int? = index
         var lastError: CoreError?
         var tried = 0
@@ -58,10 +62,12 @@ extension DefaultPlaybackService {
                 candidate = playbackQueue.following(entry, automatic: false)
                 continue
             }
+            if let outgoing { _ = beginManualFade(from: outgoing, into: open) }
             // An output failure is not the track's: no point trying the next.
             do throws(CoreError) {
                 try startFresh(with: open, playing: intent == .playing)
             } catch {
+                endFade()
                 fail(with: error, url: nil)
                 throw error
             }
@@ -110,7 +116,7 @@ extension DefaultPlaybackService {
     /// Moves the heard track to `frame`: the output is flushed and the first
     /// frame written after is the sought frame.
     func seekLocked(_ heard: OpenTrack, toFrame frame: Int64) throws(CoreError) {
-        while readInFlight === heard { engine.wait() }
+        while readInFlight === heard || fadeReadInFlight === heard { engine.wait() }
         try decoder.seek(heard.handle, toFrame: frame)
         invalidateDecodedAudio()
         for open in allOpenTracks() where open !== heard { closeTrack(open) }

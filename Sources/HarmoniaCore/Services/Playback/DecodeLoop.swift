@@ -134,12 +134,32 @@ extension DefaultPlaybackService {
             advance(after: current)
             return .again
         }
+        // A crossfade (specs/services.md §Crossfade): the decoder stops at
+        // the fade's first frame, and the next track takes over from there
+        // with the rest of this one mixed in.
+        let plan = fadePlan(for: current)
+        switch plan {
+        case .fade(let start) where current.nextFrame >= start:
+            guard unlockForRead else { return wait }
+            advance(after: current, fading: true)
+            return .again
+        case .hold(let frame) where current.nextFrame >= frame && !unlockForRead:
+            return wait
+        default:
+            break
+        }
         let aheadLimit = Int64(clampingFrames: configuration.decodeAhead * current.info.sampleRate)
         let queued = timeline.written - output.framesPlayed
         if queued >= aheadLimit { return wait }
         // An open releases the engine: the next step looks at the state afresh.
         if unlockForRead && openNextEarly(after: current, aheadLimit: aheadLimit) { return .again }
-        decodeChunk(current, into: unlockForRead ? threadBuffer : controlBuffer, queued: queued, unlockForRead: unlockForRead)
+        var stopAt: Int64?
+        switch plan {
+        case .fade(let frame), .hold(let frame): stopAt = frame
+        case .none: stopAt = nil
+        }
+        decodeChunk(current, into: unlockForRead ? threadBuffer : controlBuffer, queued: queued,
+                    stopAt: stopAt, unlockForRead: unlockForRead)
         return .again
     }
 
@@ -157,7 +177,9 @@ extension DefaultPlaybackService {
     /// The smallest read: what the decoder reads while little is queued.
     private static let smallestReadFrames: Int64 = 4096
 
-    private func decodeChunk(_ open: OpenTrack, into buffer: SampleBuffer, queued: Int64, unlockForRead: Bool) {
+    /// Decodes one chunk of `open` (no further than file frame `stopAt`,
+    /// where a fade begins), with a fade's outgoing side mixed in, and writes it.
+    private func decodeChunk(_ open: OpenTrack, into buffer: SampleBuffer, queued: Int64, stopAt: Int64?, unlockForRead: Bool) {
         // A read is as long as what is already queued, from 4096 frames up
         // to `chunkFrames`: sound starts (a prefill, the first read of a
         // stream) and comes back (after an underrun) as soon as one small
@@ -169,30 +191,43 @@ extension DefaultPlaybackService {
             if open.nextFrame >= end { rangeEndReached = true; return }
             want = min(want, end - open.nextFrame)
         }
+        if let stopAt, stopAt > open.nextFrame { want = min(want, stopAt - open.nextFrame) }
+        let fade = open === decoding ? fadeOut : nil
+        if let fade { want = min(want, fade.length - fade.done) }
         guard want > 0 else { open.exhausted = true; return }
         let channels = open.info.channels
         buffer.reserve(frames: configuration.chunkFrames, channels: channels)
+        let fadeBuffer = unlockForRead ? threadFadeBuffer : controlFadeBuffer
+        if let fade { fadeBuffer.reserve(frames: configuration.chunkFrames, channels: fade.open.info.channels) }
         let generationBefore = generation
-        let result: Result<Int, CoreError>
-        if unlockForRead {
-            readInFlight = open
-            result = engine.withLockReleased { () -> Result<Int, CoreError> in
-                do throws(CoreError) {
-                    return .success(try decoder.read(open.handle, into: buffer.pointer, maxFrames: Int(want)))
-                } catch {
-                    return .failure(error)
-                }
-            }
-            readInFlight = nil
-            engine.broadcast()
-            if open.closeWhenReadReturns { decoder.close(open.handle); return }
-            guard generation == generationBefore, decoding === open else { return }
-        } else {
+        let wanted = Int(want)
+        // The incoming side, then as many frames of the outgoing side. A local
+        // function capturing only constants, not a closure value: either of
+        // those would allocate on every read (DecodeThreadAllocationTests).
+        func read() -> (Result<Int, CoreError>, outgoing: Int) {
+            let result: Result<Int, CoreError>
             do throws(CoreError) {
-                result = .success(try decoder.read(open.handle, into: buffer.pointer, maxFrames: Int(want)))
+                result = .success(try self.decoder.read(open.handle, into: buffer.pointer, maxFrames: wanted))
             } catch {
                 result = .failure(error)
             }
+            guard let fade, case .success(let frames) = result, frames > 0 else { return (result, 0) }
+            return (result, self.readOutgoing(fade, into: fadeBuffer, frames: frames))
+        }
+        let result: Result<Int, CoreError>
+        let outgoingFrames: Int
+        if unlockForRead {
+            readInFlight = open
+            fadeReadInFlight = fade?.open
+            (result, outgoingFrames) = engine.withLockReleased(read)
+            readInFlight = nil
+            fadeReadInFlight = nil
+            engine.broadcast()
+            if let outgoing = fade?.open, outgoing.closeWhenReadReturns { decoder.close(outgoing.handle) }
+            if open.closeWhenReadReturns { decoder.close(open.handle); return }
+            guard generation == generationBefore, decoding === open, fade === fadeOut else { return }
+        } else {
+            (result, outgoingFrames) = read()
         }
         // Titles the read passed apply from this chunk's first frame.
         for (url, title, byte) in arrivedTitles.take() { timeline.queuedTitles.append((timeline.written, url, title, byte)) }
@@ -202,10 +237,15 @@ extension DefaultPlaybackService {
             hub.emit(.error(error, url: open.track.url))
             open.failure = error
             open.exhausted = true
+            endFade()
         case .success(0):
             open.exhausted = true
+            endFade()
         case .success(let frames):
-            if open.gain != 1 {
+            if let fade {
+                mixFade(fade, incoming: buffer, gain: open.gain, frames: frames, channels: channels,
+                        outgoing: fadeBuffer, outgoingFrames: outgoingFrames)
+            } else if open.gain != 1 {
                 let samples = buffer.pointer
                 for i in 0..<(frames * channels) { samples[i] *= open.gain }
             }
@@ -254,7 +294,7 @@ extension DefaultPlaybackService {
     /// open releases the engine. Returns whether it tried to open.
     private func openNextEarly(after current: OpenTrack, aheadLimit: Int64) -> Bool {
         guard preopened == nil, let end = current.endFrame ?? current.info.totalFrames,
-              end - current.nextFrame <= aheadLimit,
+              end - current.nextFrame <= aheadLimit + fadeReach(of: current),
               let next = expectedNext(after: current) else { return false }
         do {
             if let opened = try openTrack(next) { preopened = (next.id, .success(opened)) }
@@ -268,8 +308,9 @@ extension DefaultPlaybackService {
     /// the same format continues the same output stream (gapless); another
     /// format waits for the listener to reach the boundary. Decode thread
     /// only: an open releases the engine, and a superseded one ends this
-    /// call (the next step looks again).
-    private func advance(after current: OpenTrack) {
+    /// call (the next step looks again). `fading`: `current` stopped where
+    /// its fade begins (`fadePlan`), and the next track fades in over its rest.
+    private func advance(after current: OpenTrack, fading: Bool = false) {
         guard var candidate = playbackQueue.index(of: current.track.id)
                 .flatMap({ playbackQueue.following($0, automatic: true) }) else {
             endOfData = true
@@ -293,8 +334,20 @@ extension DefaultPlaybackService {
             }
             switch result {
             case .success(let next):
-                decoding = next
                 let format = AudioFormat(next.info)
+                if fading {
+                    // Across a rate change only when the output continues in the new one.
+                    if format == outputFormat || continuesOutput(in: format, for: next) {
+                        decoding = next
+                        beginFade(from: current, into: next)
+                    } else {
+                        // No fade: `current` plays to its end, then the join is as without one.
+                        refusedFade = (current, next)
+                        self.preopened = (track.id, .success(next))
+                    }
+                    return
+                }
+                decoding = next
                 if format == outputFormat || continuesOutput(in: format, for: next) {
                     timeline.segments.append(Segment(open: next, writeStart: timeline.written, sourceStart: next.nextFrame))
                     publishTimeline()

@@ -33,14 +33,14 @@ struct OutputTimeline {
     func sourceFrame(heard: Int64) -> Int64 {
         guard let first = segments.first else { return 0 }
         let limit = segments.count > 1 ? segments[1].writeStart : Int64.max
-        return first.sourceStart + max(0, min(heard, limit) - first.writeStart)
+        return first.sourceFrame(after: max(0, min(heard, limit) - first.writeStart))
     }
 
     /// What readers need to turn heard frames into seconds.
     var points: [TimelinePoint] {
         segments.map {
             TimelinePoint(writeStart: $0.writeStart, sourceStart: $0.sourceStart,
-                          trackStart: $0.open.startFrame, sampleRate: $0.open.info.sampleRate)
+                          trackStart: $0.open.startFrame, sampleRate: $0.open.info.sampleRate, step: $0.step)
         }
     }
 }
@@ -51,6 +51,15 @@ struct Segment {
     let open: OpenTrack
     let writeStart: Int64
     let sourceStart: Int64
+    /// File frames per output frame: 1, or the rates' ratio where the track
+    /// is converted to another rate (the outgoing side of a fade across a
+    /// rate change, specs/services.md §Crossfade).
+    var step: Double = 1
+
+    /// The file frame `frames` output frames after `writeStart`.
+    func sourceFrame(after frames: Int64) -> Int64 {
+        step == 1 ? sourceStart + frames : sourceStart + Int64(clampingFrames: Double(frames) * step)
+    }
 }
 
 /// What readers need of a segment to turn heard frames into seconds.
@@ -59,6 +68,8 @@ struct TimelinePoint: Sendable {
     let sourceStart: Int64
     let trackStart: Int64
     let sampleRate: Double
+    /// File frames per output frame (`Segment.step`).
+    let step: Double
 }
 
 /// Frames `[start, end]` of the heard track's file.
@@ -83,8 +94,13 @@ extension DefaultPlaybackService {
         while timeline.segments.count > 1,
               heard > timeline.segments[1].writeStart || (heard == timeline.segments[1].writeStart && intent == .playing) {
             let ended = timeline.segments.removeFirst()
+            if timeline.segments[0].open === ended.open {
+                // The same track on at another rate (a fade across a rate change): no boundary.
+                publishTimeline()
+                continue
+            }
             emitEnded(ended.open, reason: ended.open.failure != nil ? .failed : .finished)
-            if ended.open !== decoding { closeTrack(ended.open) }
+            if ended.open !== decoding && ended.open !== fadeOut?.open { closeTrack(ended.open) }
             range = nil
             rangeEndReached = false
             becomeCurrent(timeline.segments[0].open)

@@ -21,12 +21,14 @@ final class PublishedPlayback: @unchecked Sendable {
     private var publishedVolume: Float = 1
     private var publishedQueue = PlaybackQueue()
     private var publishedCurrentID: UUID?
+    private var publishedCrossfade = CrossfadeSettings()
 
     // MARK: Reading (any thread)
 
     var state: PlaybackState { lock.withLock { publishedState } }
     var duration: Double { lock.withLock { publishedDuration } }
     var volume: Float { lock.withLock { publishedVolume } }
+    var crossfade: CrossfadeSettings { lock.withLock { publishedCrossfade } }
     var tracks: [Track] { lock.withLock { publishedQueue.tracks } }
     var repeatMode: RepeatMode { lock.withLock { publishedQueue.repeatMode } }
     var shuffled: Bool { lock.withLock { publishedQueue.shuffled } }
@@ -93,6 +95,10 @@ final class PublishedPlayback: @unchecked Sendable {
         }
     }
 
+    func setCrossfade(_ settings: CrossfadeSettings) {
+        lock.withLock { publishedCrossfade = settings }
+    }
+
     func setDuration(_ duration: Double) {
         lock.withLock { publishedDuration = duration }
     }
@@ -119,8 +125,8 @@ final class PublishedPlayback: @unchecked Sendable {
         while index + 1 < timeline.count && timeline[index + 1].writeStart <= heard { index += 1 }
         let point = timeline[index]
         let limit = index + 1 < timeline.count ? timeline[index + 1].writeStart : Int64.max
-        let frame = point.sourceStart + max(0, min(heard, limit) - point.writeStart)
-        return Double(frame - point.trackStart) / point.sampleRate
+        let played = Double(max(0, min(heard, limit) - point.writeStart)) * point.step
+        return (Double(point.sourceStart - point.trackStart) + played) / point.sampleRate
     }
 }
 

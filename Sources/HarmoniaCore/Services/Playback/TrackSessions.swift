@@ -89,7 +89,7 @@ extension DefaultPlaybackService {
 
     func allOpenTracks() -> [OpenTrack] {
         var all: [OpenTrack] = timeline.segments.map(\.open)
-        for open in [decoding, awaitingFormat] + [preopened.flatMap { try? $0.result.get() }] {
+        for open in [decoding, awaitingFormat, fadeOut?.open] + [preopened.flatMap { try? $0.result.get() }] {
             if let open, !all.contains(where: { $0 === open }) { all.append(open) }
         }
         return all
@@ -98,14 +98,17 @@ extension DefaultPlaybackService {
     func closeTrack(_ open: OpenTrack) {
         guard !open.closed else { return }
         open.closed = true
-        if readInFlight === open { open.closeWhenReadReturns = true } else { decoder.close(open.handle) }
+        if readInFlight === open || fadeReadInFlight === open { open.closeWhenReadReturns = true } else { decoder.close(open.handle) }
     }
 
     /// Closes every open track. `publish: false` when a stopped or error
     /// state follows, which publishes the empty timeline with it (setState).
-    func closeAllTracks(publish: Bool = true) {
-        for open in allOpenTracks() { closeTrack(open) }
+    /// `keeping`: one track left open (a manual change's outgoing side).
+    func closeAllTracks(publish: Bool = true, keeping kept: OpenTrack? = nil) {
+        for open in allOpenTracks() where open !== kept { closeTrack(open) }
         timeline.segments = []
+        fadeOut = nil
+        refusedFade = nil
         decoding = nil
         awaitingFormat = nil
         preopened = nil
@@ -117,6 +120,7 @@ extension DefaultPlaybackService {
         generation &+= 1
         openEpoch &+= 1
         pending = nil
+        endFade()
     }
 }
 
