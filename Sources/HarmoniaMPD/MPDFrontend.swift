@@ -111,5 +111,12 @@ public final class MPDFrontend: PlayerFrontend {
         return changed
     }
 
+    /// The crossfade changed (MPD's `crossfade`, the control protocol's
+    /// `set_crossfade`, the web remote): a mode, so `options`; the queue's
+    /// version is untouched, so no `playlist`.
+    public func settingsChanged() {
+        server.notify(.options)
+    }
+
     public func shutdown() { server.shutdown(timeout: 2) }
 }

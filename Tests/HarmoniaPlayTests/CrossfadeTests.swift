@@ -3,7 +3,9 @@
 // through the file output, and the output analysed: where the overlap
 // starts and how long it is (from the measured amplitude of each tone),
 // the curve (equal-power), the total length to the frame, no step; and
-// joins that stay gapless to the bit (one album in order, crossfade 0).
+// joins that stay gapless to the bit (one album in order, crossfade 0);
+// a manual next through serve's real-time file output, the fade found
+// from the file's length (a's heard frames, then b whole).
 import Foundation
 import HarmoniaTestSupport
 import Testing
@@ -86,9 +88,11 @@ struct CrossfadeTests {
     }
 
     /// What an equal-power fade of `length` frames from `a` into `b` gives,
-    /// as the issue defines it (stereo).
-    private func model(_ a: [Float], _ b: [Float], length: Int) -> [Float] {
-        let framesA = a.count / 2, start = framesA - length
+    /// as the issue defines it (stereo): `a` up to `start` (by default its
+    /// last `length` frames; a manual skip's heard frame), then `a` from
+    /// there fading out over `b`'s first `length` frames, then the rest of `b`.
+    private func model(_ a: [Float], _ b: [Float], start: Int? = nil, length: Int) -> [Float] {
+        let start = start ?? a.count / 2 - length
         var out = Array(a[0..<(start * 2)])
         for k in 0..<length {
             let t = Double(k) / Double(length)
@@ -221,6 +225,52 @@ struct CrossfadeTests {
         #expect(result.status == 0, "stderr: \(result.stderrText)")
         #expect(samples.count / 2 == (pair.a.count + pair.b.count) / 2 - Self.rate)
         #expect(maxAbsDiff(samples, model(pair.a, pair.b, length: Self.rate)) < 1e-5)
+    }
+
+    @Test("a manual next while playing, through serve's real-time file output: a fades out from the heard frame over b's first N s, sample by sample")
+    func manualNext() throws {
+        let files = try ToneFiles()
+        defer { files.remove() }
+        let sourceA = try Fixtures.cliReference(try files.tone("a", frequency: 440, seconds: 10, album: "First", track: 1))
+        let sourceB = try Fixtures.cliReference(try files.tone("b", frequency: 1000, seconds: 2.5, album: "Second", track: 1))
+        let dir = try HarmoniaPlayServeTests.folder("xfade-next")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let out = dir + "/out.f32", socket = dir + "/control.sock"
+        let server = try ServeProcess(music: files.folder, folder: dir,
+                                      extra: ["--output", "file:" + out, "--control", "unix:" + socket])
+        try server.waitForLibrary(songs: 2)
+        let control = try UnixLineClient(path: socket)
+        typealias C = HarmoniaPlayControlTests
+        let requests: [(String, [String: Any])] = [("queue/add", ["uri": "a.flac"]), ("queue/add", ["uri": "b.flac"]),
+                                                   ("set_crossfade", ["seconds": 1]), ("play", [:])]
+        for (id, (command, args)) in requests.enumerated() {
+            control.write(C.request(id, command, args))
+            #expect(try C.reply(control.lines, id).object["error"] == nil, "\(command)")
+        }
+        // Heard a while (serve's first position report, 1 s in), then skipped: wherever the skip lands.
+        _ = try C.event(control.lines, "position") { ($0["position"] as? Double ?? 0) > 0 }
+        control.write(C.request(10, "next"))
+        #expect(try C.reply(control.lines, 10).object["error"] == nil)
+        _ = try C.event(control.lines, "queue_ended")
+        #expect(server.stop() != nil)
+        let data = try Data(contentsOf: URL(fileURLWithPath: out))
+        let samples = data.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
+        // The file holds what was heard: a up to the skip, the fade, the rest of b;
+        // so the skip's frame is the file's length less b's.
+        let skip = samples.count / 2 - sourceB.count / 2
+        #expect(skip > Self.rate / 2 && skip < sourceA.count / 2 - Self.rate, "skipped at frame \(skip)")
+        guard skip > 0 && skip < sourceA.count / 2 - Self.rate else { return }
+        #expect(maxAbsDiff(samples, model(sourceA, sourceB, start: skip, length: Self.rate)) < 1e-5)
+        let start = Double(skip) / Double(Self.rate)
+        let fade = measureFade(samples, outgoing: 440, incoming: 1000, amplitude: 0.5, around: (start - 0.5)...(start + 1.5))
+        #expect(abs(fade.start - start) <= 0.001, "overlap starts at \(fade.start) s, the skip at \(start) s")
+        #expect(abs(fade.length - 1) <= 0.001, "overlap lasts \(fade.length) s")
+        #expect(fade.powerError < 0.01, "not equal-power: \(fade.powerError)")
+        let steepest = Float(2 * Double.pi * (440 + 1000) * 0.5 / Double(Self.rate))
+        #expect(largestStep(samples) <= steepest * 1.01, "a step of \(largestStep(samples))")
+        if ProcessInfo.processInfo.environment["HARMONIA_CROSSFADE_FIGURES"] != nil {
+            print("manual next at \(start) s: overlap start \(fade.start) s, length \(fade.length) s, power error \(fade.powerError), model error \(maxAbsDiff(samples, model(sourceA, sourceB, start: skip, length: Self.rate)))")
+        }
     }
 
     @Test("bad --crossfade values: a one-line error, nothing played", arguments: ["-1", "abc", "1e9", "nan", "31"])

@@ -16,6 +16,9 @@ public final class PlayerActions: @unchecked Sendable {
 
     // Guarded by `lock`: single mode (`SingleMode`).
     private var single = SingleMode.off
+    // Guarded by `lock`: told when a setting no event carries changed
+    // (`PlayerApplication` tells its frontends).
+    private var settingsObserver: (@Sendable () -> Void)?
     // Main loop only: the last track that ended had finished (played to its end).
     private var lastEndFinished = false
 
@@ -119,6 +122,33 @@ public final class PlayerActions: @unchecked Sendable {
 
     /// The volume in whole percent, as shown and reported.
     public var volumePercent: Int { Int((service.volume * 100).rounded()) }
+
+    /// Sets the crossfade's seconds (0: off), keeping the album rule as
+    /// configured: the one implementation behind MPD's `crossfade`, the
+    /// control protocol's `set_crossfade` and the web remote's list. A
+    /// change is told to the observer (`observeSettings`: the application's
+    /// frontends; the state file saves it) before this returns, so before
+    /// the command's reply goes out. Main loop (a command's job, as every
+    /// frontend runs its commands), where the observer is called.
+    /// - Returns: whether the value changed.
+    /// - Throws: `invalidArgument` for a value that is not a number of
+    ///   seconds from 0 to 30; nothing changes.
+    @discardableResult
+    public func setCrossfade(seconds: Double) throws(CoreError) -> Bool {
+        let settings = try CrossfadeSettings(seconds: seconds, fadeAlbums: service.crossfadeSettings.fadeAlbums)
+        guard settings != service.crossfadeSettings else { return false }
+        service.setCrossfade(settings)
+        let observer = lock.withLock { settingsObserver }
+        observer?()
+        return true
+    }
+
+    /// Calls `observer` after each change of a setting no playback event
+    /// carries (`setCrossfade`), on the main loop that made it; replaces
+    /// the one before. `PlayerApplication` sets it when made. Any thread.
+    public func observeSettings(_ observer: @escaping @Sendable () -> Void) {
+        lock.withLock { settingsObserver = observer }
+    }
 
     /// A radio's title the listener now hears (a `stream_title` event).
     public func noteStreamTitle(_ title: String, url: String) {

@@ -31,6 +31,11 @@ public protocol PlayerFrontend: AnyObject {
     /// state what changed (MPD's queue version and modes), as of the change
     /// and not as of the later moment its events are shown.
     func settled(at stamp: EventStamp)
+    /// A setting that no playback event carries (the crossfade) changed,
+    /// told within the command that changed it, before its reply is sent
+    /// (`PlayerActions.setCrossfade`): the state file saves it, MPD's idle
+    /// clients hear `options`. Not a queue change.
+    func settingsChanged()
     /// True while commands can still come from this frontend: the player
     /// then stays at the end of the queue instead of exiting.
     var waitsForCommands: Bool { get }
@@ -52,6 +57,7 @@ extension PlayerFrontend {
     public func show(_ event: PlaybackEvent) {}
     public func show(_ event: PlaybackEvent, stamp: EventStamp) { show(event) }
     public func settled(at stamp: EventStamp) {}
+    public func settingsChanged() {}
     public var waitsForCommands: Bool { false }
     public func takeStopRequest() -> Bool { false }
     public func interrupted() {}
@@ -104,6 +110,15 @@ public final class PlayerApplication: @unchecked Sendable {
     public init(service: DefaultPlaybackService, actions: PlayerActions) {
         self.service = service
         self.actions = actions
+        actions.observeSettings { [weak self] in self?.announceSettingsChanged() }
+    }
+
+    /// Tells every frontend that a setting no event carries changed
+    /// (`PlayerFrontend.settingsChanged`); returns once they all have been
+    /// told. Main loop: a command's job, where every frontend's commands
+    /// run (never on a frontend's own thread).
+    private func announceSettingsChanged() {
+        for frontend in frontends { frontend.settingsChanged() }
     }
 
     // Guarded by `performLock`: the main loop's thread while `run` runs, and

@@ -156,7 +156,9 @@ public struct PlayerStateFile: Sendable {
 
 /// A frontend that keeps the state file current: after every change of the
 /// queue, the current entry, the play state, the volume or a seek, and every
-/// `positionInterval` seconds of playing; and once more at the end.
+/// `positionInterval` seconds of playing; at once, before the command's
+/// reply, when a setting no event carries changes (the crossfade); and once
+/// more at the end.
 public final class StateKeeper: PlayerFrontend {
     public let file: PlayerStateFile
     private let service: DefaultPlaybackService
@@ -188,6 +190,10 @@ public final class StateKeeper: PlayerFrontend {
             break
         }
     }
+
+    /// The crossfade changed: saved before the command that changed it is
+    /// answered, so a SIGKILL right after its reply keeps it.
+    public func settingsChanged() { save() }
 
     /// A signal ends the player: the state as it is now, playing included,
     /// is what a restart comes back to (the stop that follows is not saved).

@@ -193,10 +193,8 @@ public final class ControlDispatcher {
             service.setShuffle(try args.bool("enabled"))
             return .object([("shuffle", .bool(service.shuffle))])
         case "set_crossfade":
-            let settings = try CrossfadeSettings(seconds: try args.number("seconds"),
-                                                 fadeAlbums: service.crossfadeSettings.fadeAlbums)
-            service.setCrossfade(settings)
-            return .object([("crossfade", .double(settings.seconds))])
+            try actions.setCrossfade(seconds: try args.number("seconds"))
+            return .object([("crossfade", .double(service.crossfadeSettings.seconds))])
         case "info":
             let url: String
             if let uri = try args.optionalString("uri") {

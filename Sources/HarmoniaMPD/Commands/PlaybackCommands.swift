@@ -137,15 +137,12 @@ public struct MPDPlaybackCommands: MPDCommandGroup {
             let on = try MPDArgument.bool(args[0])
             try player.run { () throws(MPDError) in player.setConsume(on) }
         case "crossfade":
-            // An unsigned number of seconds, as MPD reads it, up to our longest fade.
+            // An unsigned number of seconds, as MPD reads it, up to our longest
+            // fade. Idle clients hear `options` from the frontend
+            // (`MPDFrontend.settingsChanged`), whichever client changed it.
             let seconds = try MPDArgument.unsigned(args[0])
-            guard let settings = try? CrossfadeSettings(seconds: Double(seconds), fadeAlbums: service.crossfadeSettings.fadeAlbums) else {
-                throw MPDError(.arg, "Crossfade of \(seconds) s is longer than \(Int(CrossfadeSettings.maximumSeconds)) s")
-            }
             try player.run { () throws(MPDError) in
-                let changed = service.crossfadeSettings != settings
-                service.setCrossfade(settings)
-                if changed { player.notify(.options) }
+                try core { () throws(CoreError) in try actions.setCrossfade(seconds: Double(seconds)) }
             }
         case "mixrampdb":
             let db = try MPDArgument.float(args[0])
