@@ -128,6 +128,8 @@ async def main(binary):
     try:
         await wait_for(lambda: server.get_player(MAC) is not None and server.get_player(MAC).connected, "the player's HELO")
         player = server.get_player(MAC)
+        beats = Heartbeats(player)
+        stream_frames = StreamFrames(player)
         check(player.device_type == "squeezeplay" and "flc" in player.supported_codecs and "ogg" in player.supported_codecs,
               f"registered: device 12 ({player.device_type!r}, as squeezelite), codecs {player.supported_codecs}, max rate {player.max_sample_rate}")
         await wait_for(lambda: player.name == "Harmonia test", "the name")
@@ -151,6 +153,11 @@ async def main(binary):
             heard = f.read()
         expected = scaled(flac, gain)
         check(heard == expected, f"the file output is FFmpeg's decode times the server's gain {gain} ({len(heard)} bytes, bit-exact)")
+        flac_size = os.path.getsize(os.path.join(media, "flac_s16_stereo_44k.flac"))
+        resp = stream_frames.resp[0] if stream_frames.resp else ""
+        check(resp.startswith("HTTP/1.0 200 OK\r\n") and f"Content-Length: {flac_size}\r\n" in resp and resp.endswith("\r\n\r\n"),
+              f"RESP carries the stream's own response headers: {resp.splitlines()[:1] + [line for line in resp.splitlines() if line.startswith('Content-Length')]}")
+        check(stream_frames.dsco[:1] == [0], f"DSCO 0 (closed normally) when the stream's connection ended: {stream_frames.dsco}")
         check(player.state.value == "stopped", "the server sees the player stopped")
 
         # 2. Volume: the server's 100 is gain 1 (16.16 0x10000), heard on the next track.
@@ -168,6 +175,12 @@ async def main(binary):
         await player.pause()
         await wait_for(lambda: stats.count("STMp received") >= 1, "STMp")
         paused_at = file_bytes()
+        await wait_for(lambda: len(stream_frames.dsco) >= 2, "DSCO for the second stream")
+        fields = await beats.ask_fields()
+        check(fields["stream_size"] == 2 << 20 and fields["stream_full"] <= flac_size and fields["bytes_received"] == flac_size,
+              f"STAT while paused, the stream's connection closed: stream buffer {fields['stream_full']}/{fields['stream_size']} bytes, {fields['bytes_received']} bytes received (the file's size)")
+        check(0 < fields["output_full"] <= fields["output_size"] and fields["output_full"] % 8 == 0,
+              f"STAT while paused: the output buffer holds {fields['output_full']} of {fields['output_size']} bytes (decoded, not heard)")
         await player.play()
         await wait_for(lambda: stats.count("STMr received") >= 1, "STMr")
         await wait_for(lambda: stats.count("STMu received") >= 2, "STMu after the resumed track", timeout=30)
@@ -236,6 +249,8 @@ async def main(binary):
         await player.play_url(f"{base}/missing.flac")
         await wait_for(lambda: stats.count("STMn received") > failed, "STMn for a 404")
         check(player.connected, "a 404 is STMn and the player stays connected")
+        await wait_for(lambda: 3 in stream_frames.dsco, "DSCO 3 for the 404")
+        check(stream_frames.dsco[-1] == 3, f"and DSCO 3 (unreachable): {stream_frames.dsco}")
 
         # 7. Server restart: the player comes back.
         await server.stop()
@@ -332,9 +347,32 @@ async def main(binary):
         await tear_down([proc], server, http_server, work)
 
 
+class StreamFrames:
+    """The RESP texts and DSCO reasons the player sent, in order, read where
+    aioslimproto handles them (its own handlers still run)."""
+
+    def __init__(self, player):
+        self.resp, self.dsco = [], []
+        resp, dsco = player._process_resp, player._process_dsco
+
+        async def record_resp(data):
+            self.resp.append(data.decode("latin-1"))
+            await resp(data)
+
+        def record_dsco(data):
+            self.dsco.append(data[0] if data else None)
+            dsco(data)
+
+        player._process_resp, player._process_dsco = record_resp, record_dsco
+
+
+STAT_FIELDS = ("crlf", "mas_initialised", "mas_mode", "stream_size", "stream_full", "received_high", "received_low",
+               "signal", "jiffies", "output_size", "output_full", "elapsed_s", "voltage", "elapsed_ms", "timestamp")
+
+
 class Heartbeats:
-    """STMt frames as (jiffies, elapsed ms) by the timestamp we sent, read
-    where aioslimproto unpacks them (its own handler still runs)."""
+    """STMt frames by the timestamp we sent, read where aioslimproto unpacks
+    them (its own handler still runs)."""
 
     def __init__(self, player):
         self.player = player
@@ -343,19 +381,25 @@ class Heartbeats:
         original = player._process_stat_stmt
 
         def record(data):
-            fields = struct.unpack("!BBBLLLLHLLLLHLL", data[:47])
-            self.seen[fields[14]] = (fields[8], fields[13])
+            fields = dict(zip(STAT_FIELDS, struct.unpack("!BBBLLLLHLLLLHLL", data[:47])))
+            fields["bytes_received"] = fields["received_high"] << 32 | fields["received_low"]
+            self.seen[fields["timestamp"]] = fields
             original(data)
 
         player._process_stat_stmt = record
 
-    async def ask(self):
-        """(jiffies, elapsed ms) of a fresh STMt."""
+    async def ask_fields(self):
+        """Every field of a fresh STMt, by name."""
         self.next_id += 1
         asked = self.next_id
         await self.player._send_strm(b"t", replay_gain=asked)
         await wait_for(lambda: asked in self.seen, "STMt")
         return self.seen[asked]
+
+    async def ask(self):
+        """(jiffies, elapsed ms) of a fresh STMt."""
+        fields = await self.ask_fields()
+        return fields["jiffies"], fields["elapsed_ms"]
 
     async def offset(self, start):
         jiffies, elapsed = await self.ask()
