@@ -83,7 +83,7 @@ def scaled(pcm, gain):
     return struct.pack(f"<{count}f", *(v * gain for v in values))
 
 
-async def tear_down(procs, server, http_server, work):
+async def tear_down(procs, server=None, http_server=None, work=None):
     """Ends the processes (SIGTERM, then SIGKILL after 10 s), the servers and the folder."""
     for proc in procs:
         if proc.poll() is None:
@@ -93,9 +93,12 @@ async def tear_down(procs, server, http_server, work):
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-    await server.stop()
-    http_server.shutdown()
-    shutil.rmtree(work, ignore_errors=True)
+    if server:
+        await server.stop()
+    if http_server:
+        http_server.shutdown()
+    if work:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 async def new_server(port):
@@ -128,7 +131,7 @@ async def main(binary):
     try:
         await wait_for(lambda: server.get_player(MAC) is not None and server.get_player(MAC).connected, "the player's HELO")
         player = server.get_player(MAC)
-        beats = Heartbeats(player)
+        beats = ours_beats(player)
         stream_frames = StreamFrames(player)
         check(player.device_type == "squeezeplay" and "flc" in player.supported_codecs and "ogg" in player.supported_codecs,
               f"registered: device 12 ({player.device_type!r}, as squeezelite), codecs {player.supported_codecs}, max rate {player.max_sample_rate}")
@@ -347,6 +350,79 @@ async def main(binary):
         await tear_down([proc], server, http_server, work)
 
 
+SQUEEZELITE_MAC = "02:11:22:33:44:77"
+
+
+def hook(player, handler, then):
+    """Calls `then(player)` each time aioslimproto handles STAT `handler`
+    (e.g. "stml") for `player`; its own handler still runs."""
+    name = f"_process_stat_{handler}"
+    original = getattr(player, name)
+    if asyncio.iscoroutinefunction(original):
+        async def wrapped(data):
+            then(player)
+            await original(data)
+    else:
+        def wrapped(data):
+            then(player)
+            original(data)
+    setattr(player, name, wrapped)
+
+
+async def group_with_squeezelite(server, ours, url, env):
+    """Ours (already connected) and squeezelite (Debian's, on the same
+    PulseAudio server through `env`) in one group on `server`, started as
+    Music Assistant starts one: both register, both open the track with
+    autostart 0 (STMl), both are unpaused at one moment in their own
+    jiffies, both send STMs and their heard positions move."""
+    lite = subprocess.Popen(member_command("squeezelite", None, server.control_port, SQUEEZELITE_MAC),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=env)
+    try:
+        await wait_for(lambda: server.get_player(SQUEEZELITE_MAC) is not None and server.get_player(SQUEEZELITE_MAC).connected,
+                       "squeezelite's HELO")
+        lite_player = server.get_player(SQUEEZELITE_MAC)
+        members = (ours, lite_player)
+        check(lite_player.connected and ours.connected, f"squeezelite ({lite_player.device_type!r}) and ours registered on one server")
+        ready, started = set(), set()
+        for member in members:
+            hook(member, "stml", lambda p: ready.add(p.player_id))
+            hook(member, "stms", lambda p: started.add(p.player_id))
+        beats = [ours_beats(member) for member in members]
+        for member in members:
+            await member.play_url(url, autostart=False)
+        await wait_for(lambda: len(ready) == 2, "STMl from both members")
+        check(True, "both opened the track and prefilled it (STMl) for the group's start")
+        target = time.monotonic() + 0.3
+        starts = []
+        for beat in beats:
+            jiffies, _ = await beat.ask()
+            starts.append((jiffies + round((target - time.monotonic()) * 1000)) & 0xFFFFFFFF)
+        for member, start in zip(members, starts):
+            await member.unpause_at(start)
+        await wait_for(lambda: len(started) == 2, "STMs from both members")
+        elapsed = [0, 0]
+        for index, beat in enumerate(beats):
+            for _ in range(100):  # bounded: a heartbeat every 20 ms until the position moved
+                elapsed[index] = (await beat.ask())[1]
+                if elapsed[index] > 0:
+                    break
+                await asyncio.sleep(0.02)
+        check(all(value > 0 for value in elapsed),
+              f"unpaused at one moment in each one's jiffies: both sent STMs and play (elapsed ours {elapsed[0]} ms, squeezelite {elapsed[1]} ms)")
+        for member in members:
+            await member.stop()
+    finally:
+        await tear_down([lite])
+
+
+_BEATS = {}
+
+
+def ours_beats(player):
+    """The one Heartbeats hook of `player` (a second would wrap the first)."""
+    return _BEATS.setdefault(id(player), Heartbeats(player))
+
+
 class StreamFrames:
     """The RESP texts and DSCO reasons the player sent, in order, read where
     aioslimproto handles them (its own handlers still run)."""
@@ -439,7 +515,7 @@ async def sync_main(binary):
     try:
         await wait_for(lambda: server.get_player(MAC) is not None and server.get_player(MAC).connected, "the player's HELO")
         player = server.get_player(MAC)
-        beats = Heartbeats(player)
+        beats = ours_beats(player)
         await player.play_url(f"http://127.0.0.1:{http_server.server_address[1]}/tone.flac", autostart=False)
         await wait_for(lambda: stats.count("STMl received") >= 1, "STMl (opened, waiting for the group's start)")
         jiffies, _ = await beats.ask()
@@ -455,6 +531,8 @@ async def sync_main(binary):
         await player.skip_over(500)
         skipped = await beats.converge(start, 200, "skip-ahead 500 ms")
         check(True, f"skip-ahead 500 ms: the heard position moved to {skipped} ms from T")
+        await player.stop()
+        await group_with_squeezelite(server, player, f"http://127.0.0.1:{http_server.server_address[1]}/tone.flac", env)
     finally:
         await tear_down([proc], server, http_server, work)
 
