@@ -22,7 +22,8 @@ SWIFT ?= $(shell command -v swift 2>/dev/null || echo /opt/swift/usr/bin/swift)
 # by async-upnp-client (Home Assistant's and Music Assistant's library), the
 # slimproto player by aioslimproto (Music Assistant's server library), both from
 # the package index, pinned, in a virtual environment (python3-venv) under
-# .build: `make upnp-client`; its multi-interface SSDP test makes veth
+# .build: `make upnp-client`; squeezelite (squeezelite-pa, Debian's build that
+# plays to PulseAudio) joins the slimproto player's group in its sync test; its multi-interface SSDP test makes veth
 # interfaces (iproute2) in a network namespace of its own (unshare, util-linux).
 # Installing (make install, make deb, make test-install): systemd-analyze
 # (systemd) checks the units, dpkg-dev's dpkg-shlibdeps computes Depends,
@@ -32,7 +33,7 @@ APT_PACKAGES := pkg-config libavformat-dev libavcodec-dev libswresample-dev liba
                 dbus playerctl libglib2.0-bin openssl pipewire pipewire-pulse wireplumber pipewire-bin \
                 libsqlite3-dev sqlite3 mpd mpc python3-mpd python3-mutagen snapserver snapclient \
                 python3-websockets python3-selenium chromium chromium-driver python3-venv iproute2 \
-                systemd dpkg-dev binutils man-db lintian
+                systemd dpkg-dev binutils man-db lintian squeezelite-pa
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 LSAN_SUPPRESSIONS := $(CURDIR)/Tests/lsan-suppressions.txt
 DEMO_FILE := Tests/Fixtures/audio/flac_s16_stereo_44k.flac
@@ -278,7 +279,7 @@ fuzz: deps swift
 # A part that fails is recorded as failed (results/PART.json, unless the script
 # left one), the other parts still run, the report is still written, and make
 # exits non-zero at the end.
-BENCH_APT_PACKAGES := python3 mpv mpd mpc mpg123 hyperfine pulseaudio-utils time curl gmediarender gstreamer1.0-pulseaudio gstreamer1.0-plugins-good squeezelite-pa
+BENCH_APT_PACKAGES := python3 mpv mpd mpc mpg123 hyperfine pulseaudio-utils time curl gmediarender gstreamer1.0-pulseaudio gstreamer1.0-plugins-good
 BENCH_PARTS := decode ringbuffer scaling pipeline latency footprint footprint-pipewire underruns scan update server snapcast websocket pipewire offline upnp library-scale slimproto
 BENCH_PULSE_DIR := $(PULSE_DIR)-bench
 bench: build

@@ -57,6 +57,13 @@ final class HTTPStream: ByteSource, CurlTransferDelegate, @unchecked Sendable {
     /// Reconnect attempts since data last flowed (0 while it flows).
     private var attempt = 0
 
+    /// The status line and headers of the first 2xx response (`transfer`).
+    private var responseHead: String?
+    /// Body bytes received over every response (`transfer`).
+    private var received: Int64 = 0
+    /// The failure is the network timeout (`transfer`'s end).
+    private var timedOut = false
+
     /// A refused link (401, 403, 410) the transfer thread asks `renewLink` to replace. Guarded by `lock`.
     private var expiredStatus: Int?
     /// Links renewed so far; a link refused again after this many renewals fails.
@@ -180,6 +187,18 @@ final class HTTPStream: ByteSource, CurlTransferDelegate, @unchecked Sendable {
     var size: Int64? { lock.withLock { sizeTrusted ? declaredSize : nil } }
 
     var isSeekable: Bool { lock.withLock { rangesHonoured == true || (rangesHonoured == nil && acceptRanges && declaredSize != nil) } }
+
+    var transfer: ByteSourceTransfer? {
+        lock.withLock {
+            let windowEnd = windowStart + Int64(window.count)
+            let ahead = max(0, min(windowEnd - max(readPosition, windowStart), Int64(configuration.windowBytes)))
+            let end: ByteSourceTransfer.End? = cancelled ? .cancelled
+                : failure != nil ? (timedOut ? .timedOut : .lost)
+                : ended ? .complete : nil
+            return ByteSourceTransfer(responseHead: responseHead, received: received, buffered: Int(ahead),
+                                      capacity: configuration.windowBytes, end: end)
+        }
+    }
 
     func cancel() {
         lock.withLock {
@@ -323,6 +342,7 @@ final class HTTPStream: ByteSource, CurlTransferDelegate, @unchecked Sendable {
             if silent >= configuration.networkTimeout {
                 failure = HTTPFailure.timedOut(url, after: configuration.networkTimeout, attempts: attempt + 1, at: transferPosition,
                                                of: size, last: lost)
+                timedOut = true
                 return nil
             }
             attempt += 1
@@ -338,9 +358,11 @@ final class HTTPStream: ByteSource, CurlTransferDelegate, @unchecked Sendable {
         if line.hasPrefix("HTTP/") || line.hasPrefix("ICY ") {
             response = ResponseHead()
             response.status = Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+            response.lines = line + "\r\n"
             return
         }
         guard !line.isEmpty else { return endOfHeaders() }
+        if response.lines.utf8.count + line.utf8.count <= ResponseHead.keptBytes { response.lines += line + "\r\n" }
         guard let colon = line.firstIndex(of: ":") else { return }
         let name = line[..<colon].lowercased()
         let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
@@ -382,6 +404,7 @@ final class HTTPStream: ByteSource, CurlTransferDelegate, @unchecked Sendable {
                 announcedStation = true
                 event = .station(response.station)
             }
+            if responseHead == nil { responseHead = response.lines + "\r\n" }
             responded = true
             lock.broadcast()
         }
@@ -442,6 +465,7 @@ final class HTTPStream: ByteSource, CurlTransferDelegate, @unchecked Sendable {
             if window.isEmpty { windowStart = transferPosition }
             window.append(contentsOf: bytes)
             transferPosition += Int64(bytes.count)
+            received += Int64(bytes.count)
             if sizeTrusted, let declaredSize, transferPosition > declaredSize { sizeTrusted = false }
             lastData = monotonicSeconds()
             if attempt > 0 {
@@ -477,6 +501,10 @@ private struct ResponseHead {
     var acceptRanges = false
     var metaint: Int?
     var station = StationInfo()
+    /// The status line and header lines as received, each ended by CRLF
+    /// (the lines past `keptBytes` are left out).
+    var lines = ""
+    static let keptBytes = 8192
 }
 
 /// `Content-Range: bytes FIRST-LAST/TOTAL` (TOTAL may be `*`).

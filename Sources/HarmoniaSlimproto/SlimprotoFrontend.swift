@@ -47,13 +47,19 @@ public struct SlimprotoConfiguration: Sendable {
 /// Threads: the `PlayerFrontend` methods on the main loop.
 public final class SlimprotoFrontend: PlayerFrontend, @unchecked Sendable {
     public let configuration: SlimprotoConfiguration
+    /// The port the decoder opens the server's streams through (nil: their
+    /// transfers are not seen; STAT's stream fields stay 0, RESP is plain, no DSCO).
+    private let streams: SlimprotoStreams?
     private let log: @Sendable (String) -> Void
     private var connection: SlimprotoConnection?
     private var player: SlimprotoPlayer?
 
-    /// - Parameter log: lines for standard error (connections, refused streams, malformed frames).
-    public init(configuration: SlimprotoConfiguration, log: @escaping @Sendable (String) -> Void) {
+    /// - Parameters:
+    ///   - streams: the port the service's decoder opens http(s) through.
+    ///   - log: lines for standard error (connections, refused streams, malformed frames).
+    public init(configuration: SlimprotoConfiguration, streams: SlimprotoStreams?, log: @escaping @Sendable (String) -> Void) {
         self.configuration = configuration
+        self.streams = streams
         self.log = log
     }
 
@@ -63,7 +69,7 @@ public final class SlimprotoFrontend: PlayerFrontend, @unchecked Sendable {
         let configuration = self.configuration, log = self.log
         let inbox = app.inbox
         let box = ConnectionBox()
-        let player = SlimprotoPlayer(service: app.service, name: configuration.name,
+        let player = SlimprotoPlayer(service: app.service, streamInput: streams, name: configuration.name,
                                      serverAddress: { box.connection?.serverAddressText },
                                      lastStamp: { inbox.lastStamp },
                                      post: { work in inbox.post(.job { work(); return .continue }) },
@@ -93,6 +99,18 @@ public final class SlimprotoFrontend: PlayerFrontend, @unchecked Sendable {
             onConnection: { _ in },
             log: log)
         box.connection = connection
+        streams?.onOpen = { url, transfer in
+            inbox.post(.job {
+                player.streamOpened(url, head: transfer?.responseHead)
+                return .continue
+            })
+        }
+        streams?.onEnd = { url, reason in
+            inbox.post(.job {
+                player.streamEnded(url, reason: reason)
+                return .continue
+            })
+        }
         self.connection = connection
         self.player = player
     }

@@ -34,6 +34,8 @@ final class SlimprotoPlayer: @unchecked Sendable {
     static let longestAdjustment: UInt32 = 60_000
 
     let service: DefaultPlaybackService
+    /// The streams the decoder opened (their transfers), when the player opens them through it.
+    private let streamInput: SlimprotoStreams?
     private let clock = MonotonicClockAdapter()
     private let send: @Sendable ([UInt8]) -> Void
     private let log: @Sendable (String) -> Void
@@ -62,10 +64,12 @@ final class SlimprotoPlayer: @unchecked Sendable {
     /// The player's name (`--name`, or the server's `setd`).
     private(set) var name: String
 
-    init(service: DefaultPlaybackService, name: String, serverAddress: @escaping @Sendable () -> String?,
+    init(service: DefaultPlaybackService, streamInput: SlimprotoStreams?, name: String,
+         serverAddress: @escaping @Sendable () -> String?,
          lastStamp: @escaping @Sendable () -> EventStamp, post: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void,
          send: @escaping @Sendable ([UInt8]) -> Void, log: @escaping @Sendable (String) -> Void) {
         self.service = service
+        self.streamInput = streamInput
         self.name = name
         self.serverAddress = serverAddress
         self.lastStamp = lastStamp
@@ -77,10 +81,21 @@ final class SlimprotoPlayer: @unchecked Sendable {
     /// Milliseconds of the monotonic clock, wrapping at 2^32: the clock `u` uses. Any thread.
     func jiffies() -> UInt32 { UInt32(truncatingIfNeeded: clock.now() / 1_000_000) }
 
-    /// A STAT frame for `event` with the heard position, now. Any thread.
+    /// A STAT frame for `event` with the heard position and the buffers, now. Any thread.
     func status(_ event: String, serverTimestamp: UInt32 = 0) -> [UInt8] {
         var status = SlimprotoFrames.Status()
         status.jiffies = jiffies()
+        // The stream buffer: the HTTP input's window ahead of the decoder.
+        if let transfer = streamInput?.latestTransfer() {
+            status.streamBufferSize = UInt32(clamping: transfer.capacity)
+            status.streamBufferFullness = UInt32(clamping: transfer.buffered)
+            status.bytesReceived = UInt64(clamping: transfer.received)
+        }
+        // The output buffer: decoded and not heard, in squeezelite's bytes
+        // (8 a frame: two 32-bit samples).
+        let output = service.outputBuffer()
+        status.outputBufferSize = UInt32(clamping: min(output.capacityFrames, Int64(UInt32.max)) * 8)
+        status.outputBufferFullness = UInt32(clamping: min(output.queuedFrames, Int64(UInt32.max)) * 8)
         let seconds = service.currentTime()
         status.elapsedMilliseconds = seconds.isFinite && seconds > 0 ? UInt32(min(seconds * 1000, Double(UInt32.max / 2))) : 0
         status.serverTimestamp = serverTimestamp
@@ -297,6 +312,26 @@ final class SlimprotoPlayer: @unchecked Sendable {
         alignment = nil
     }
 
+    // MARK: The stream's connection (main loop)
+
+    /// RESP with the stream's response headers once it opened, if it is
+    /// one the server started and no RESP went for it yet.
+    func streamOpened(_ url: String, head: String?) {
+        guard let id = streams.first(where: { $0.value.url == url && !$0.value.responded })?.key else { return }
+        streams[id]?.responded = true
+        send(SlimprotoFrames.resp(head ?? Self.plainResponse))
+    }
+
+    /// DSCO with squeezelite's reason when a stream the server started
+    /// ended its connection (or never made one).
+    func streamEnded(_ url: String, reason: UInt8) {
+        guard streams.values.contains(where: { $0.url == url }) else { return }
+        send(SlimprotoFrames.dsco(reason: reason))
+    }
+
+    /// RESP for a stream whose source does not give its headers.
+    static let plainResponse = "HTTP/1.0 200 OK\r\n\r\n"
+
     // MARK: Events (main loop)
 
     func show(_ event: PlaybackEvent, stamp: EventStamp) {
@@ -305,7 +340,7 @@ final class SlimprotoPlayer: @unchecked Sendable {
             guard var stream = streams[track.id] else { return }
             if !stream.responded {
                 stream.responded = true
-                send(SlimprotoFrames.resp("HTTP/1.0 200 OK\r\n\r\n"))  // the stream opened
+                send(SlimprotoFrames.resp(Self.plainResponse))  // opened, by a source that did not say (`streamOpened`)
             }
             streams[track.id] = stream
             // Shown after the job that started it: whether heard yet, the output says.

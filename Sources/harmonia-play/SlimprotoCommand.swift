@@ -5,6 +5,7 @@ import Foundation
 import HarmoniaControl
 import HarmoniaCore
 import HarmoniaFFmpeg
+import HarmoniaHTTP
 import HarmoniaLinux
 import HarmoniaSlimproto
 import Logging
@@ -98,7 +99,10 @@ struct SlimprotoCommand: ParsableCommand {
             ? SwiftLogLoggerAdapter(label: "harmonia", level: logLevel) : NoopLoggerAdapter()
         var factory = CoreFactory(output: output.factoryOutput(device: device, pacedFile: true),
                                   configuration: configuration, logger: serviceLogger)
-        let decoder = FFmpegDecoderAdapter(logger: SwiftLogLoggerAdapter(label: "harmonia.ffmpeg", level: logLevel))
+        // The server's streams through the engine's HTTP input, watched for STAT, RESP and DSCO.
+        let streams = SlimprotoStreams(HTTPSourcePort())
+        let decoder = FFmpegDecoderAdapter(logger: SwiftLogLoggerAdapter(label: "harmonia.ffmpeg", level: logLevel),
+                                           networkSource: streams)
         factory.decoder = decoder
         let service = factory.makePlaybackService()
         let actions = PlayerActions(service: service)
@@ -127,7 +131,7 @@ struct SlimprotoCommand: ParsableCommand {
             Console.err("harmonia-play: slimproto player \(SlimprotoMAC.text(macAddress)) "
                         + (endpoint.map { "for \($0.host):\($0.port)" } ?? "looking for a server on UDP 3483"))
         }
-        player.add(SlimprotoFrontend(configuration: slim, log: { Console.err("harmonia-play: " + $0) }))
+        player.add(SlimprotoFrontend(configuration: slim, streams: streams, log: { Console.err("harmonia-play: " + $0) }))
         var controlServer: ControlServer?
         if let control {
             let dispatcher = ControlDispatcher(service: service, actions: actions, readInfo: FFmpegTagReaderAdapter().readWithStreamInfo(url:))

@@ -253,3 +253,53 @@ func coreError(_ body: () throws -> Void) -> CoreError? {
         #expect(heard.first?.title == "Title 0" && heard.first!.heard < 44_100)
     }
 }
+
+@Suite("HTTP source: what its transfer reports") struct HTTPTransferTests {
+    /// Reads `source` to its end, 4 KiB at a time.
+    static func readAll(_ source: any ByteSource) throws -> Int64 {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        var total: Int64 = 0
+        while true {
+            let n = try buffer.withUnsafeMutableBytes { try source.read(into: $0.baseAddress!, count: $0.count) }
+            if n == 0 { return total }
+            total += Int64(n)
+        }
+    }
+
+    /// The transfer once it has ended (polled every 10 ms, at most 10 s).
+    static func ended(_ source: any ByteSource) -> ByteSourceTransfer? {
+        for _ in 0..<1000 {
+            if let transfer = source.transfer, transfer.end != nil { return transfer }
+            Thread.sleep(forTimeInterval: 0.01)  // the transfer thread's last step, not a result we assume
+        }
+        return source.transfer
+    }
+
+    @Test("the response's own headers, every byte received, nothing buffered once read, ended complete — also across resets")
+    func complete() throws {
+        let server = try FaultHTTPServer()
+        let name = "flac_s16_stereo_44k.flac"
+        let size = Int64(try #require(FileManager.default.contents(atPath: Fixtures.named(name).path)).count)
+        for query in ["", "reset=8192"] {
+            let source = try HTTPSourcePort().open(url: server.url(name, query), observer: nil, interrupted: { false })
+            defer { source.cancel() }
+            let head = try #require(source.transfer?.responseHead)
+            #expect(head.hasPrefix("HTTP/1.") && head.hasSuffix("\r\n\r\n"), "\(head)")
+            #expect(head.lowercased().contains("content-length: \(size)\r\n"), "\(head)")
+            #expect(try Self.readAll(source) == size)
+            let transfer = try #require(Self.ended(source))
+            #expect(transfer.end == .complete)
+            #expect(transfer.received == size)
+            #expect(transfer.buffered == 0)
+            #expect(transfer.capacity == HTTPSourceConfiguration().windowBytes)
+        }
+    }
+
+    @Test("a source the reader cancels ends cancelled")
+    func cancelled() throws {
+        let server = try FaultHTTPServer()
+        let source = try HTTPSourcePort().open(url: server.url("flac_s16_stereo_44k.flac", "stall=10000"), observer: nil, interrupted: { false })
+        source.cancel()
+        #expect(source.transfer?.end == .cancelled)
+    }
+}

@@ -83,7 +83,7 @@ def scaled(pcm, gain):
     return struct.pack(f"<{count}f", *(v * gain for v in values))
 
 
-async def tear_down(procs, server, http_server, work):
+async def tear_down(procs, server=None, http_server=None, work=None):
     """Ends the processes (SIGTERM, then SIGKILL after 10 s), the servers and the folder."""
     for proc in procs:
         if proc.poll() is None:
@@ -93,9 +93,12 @@ async def tear_down(procs, server, http_server, work):
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-    await server.stop()
-    http_server.shutdown()
-    shutil.rmtree(work, ignore_errors=True)
+    if server:
+        await server.stop()
+    if http_server:
+        http_server.shutdown()
+    if work:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 async def new_server(port):
@@ -128,6 +131,8 @@ async def main(binary):
     try:
         await wait_for(lambda: server.get_player(MAC) is not None and server.get_player(MAC).connected, "the player's HELO")
         player = server.get_player(MAC)
+        beats = ours_beats(player)
+        stream_frames = StreamFrames(player)
         check(player.device_type == "squeezeplay" and "flc" in player.supported_codecs and "ogg" in player.supported_codecs,
               f"registered: device 12 ({player.device_type!r}, as squeezelite), codecs {player.supported_codecs}, max rate {player.max_sample_rate}")
         await wait_for(lambda: player.name == "Harmonia test", "the name")
@@ -151,6 +156,11 @@ async def main(binary):
             heard = f.read()
         expected = scaled(flac, gain)
         check(heard == expected, f"the file output is FFmpeg's decode times the server's gain {gain} ({len(heard)} bytes, bit-exact)")
+        flac_size = os.path.getsize(os.path.join(media, "flac_s16_stereo_44k.flac"))
+        resp = stream_frames.resp[0] if stream_frames.resp else ""
+        check(resp.startswith("HTTP/1.0 200 OK\r\n") and f"Content-Length: {flac_size}\r\n" in resp and resp.endswith("\r\n\r\n"),
+              f"RESP carries the stream's own response headers: {resp.splitlines()[:1] + [line for line in resp.splitlines() if line.startswith('Content-Length')]}")
+        check(stream_frames.dsco[:1] == [0], f"DSCO 0 (closed normally) when the stream's connection ended: {stream_frames.dsco}")
         check(player.state.value == "stopped", "the server sees the player stopped")
 
         # 2. Volume: the server's 100 is gain 1 (16.16 0x10000), heard on the next track.
@@ -168,6 +178,12 @@ async def main(binary):
         await player.pause()
         await wait_for(lambda: stats.count("STMp received") >= 1, "STMp")
         paused_at = file_bytes()
+        await wait_for(lambda: len(stream_frames.dsco) >= 2, "DSCO for the second stream")
+        fields = await beats.ask_fields()
+        check(fields["stream_size"] == 2 << 20 and fields["stream_full"] <= flac_size and fields["bytes_received"] == flac_size,
+              f"STAT while paused, the stream's connection closed: stream buffer {fields['stream_full']}/{fields['stream_size']} bytes, {fields['bytes_received']} bytes received (the file's size)")
+        check(0 < fields["output_full"] <= fields["output_size"] and fields["output_full"] % 8 == 0,
+              f"STAT while paused: the output buffer holds {fields['output_full']} of {fields['output_size']} bytes (decoded, not heard)")
         await player.play()
         await wait_for(lambda: stats.count("STMr received") >= 1, "STMr")
         await wait_for(lambda: stats.count("STMu received") >= 2, "STMu after the resumed track", timeout=30)
@@ -236,6 +252,8 @@ async def main(binary):
         await player.play_url(f"{base}/missing.flac")
         await wait_for(lambda: stats.count("STMn received") > failed, "STMn for a 404")
         check(player.connected, "a 404 is STMn and the player stays connected")
+        await wait_for(lambda: 3 in stream_frames.dsco, "DSCO 3 for the 404")
+        check(stream_frames.dsco[-1] == 3, f"and DSCO 3 (unreachable): {stream_frames.dsco}")
 
         # 7. Server restart: the player comes back.
         await server.stop()
@@ -332,9 +350,105 @@ async def main(binary):
         await tear_down([proc], server, http_server, work)
 
 
+SQUEEZELITE_MAC = "02:11:22:33:44:77"
+
+
+def hook(player, handler, then):
+    """Calls `then(player)` each time aioslimproto handles STAT `handler`
+    (e.g. "stml") for `player`; its own handler still runs."""
+    name = f"_process_stat_{handler}"
+    original = getattr(player, name)
+    if asyncio.iscoroutinefunction(original):
+        async def wrapped(data):
+            then(player)
+            await original(data)
+    else:
+        def wrapped(data):
+            then(player)
+            original(data)
+    setattr(player, name, wrapped)
+
+
+async def group_with_squeezelite(server, ours, url, env):
+    """Ours (already connected) and squeezelite (Debian's, on the same
+    PulseAudio server through `env`) in one group on `server`, started as
+    Music Assistant starts one: both register, both open the track with
+    autostart 0 (STMl), both are unpaused at one moment in their own
+    jiffies, both send STMs and their heard positions move."""
+    lite = subprocess.Popen(member_command("squeezelite", None, server.control_port, SQUEEZELITE_MAC),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=env)
+    try:
+        await wait_for(lambda: server.get_player(SQUEEZELITE_MAC) is not None and server.get_player(SQUEEZELITE_MAC).connected,
+                       "squeezelite's HELO")
+        lite_player = server.get_player(SQUEEZELITE_MAC)
+        members = (ours, lite_player)
+        check(lite_player.connected and ours.connected, f"squeezelite ({lite_player.device_type!r}) and ours registered on one server")
+        ready, started = set(), set()
+        for member in members:
+            hook(member, "stml", lambda p: ready.add(p.player_id))
+            hook(member, "stms", lambda p: started.add(p.player_id))
+        beats = [ours_beats(member) for member in members]
+        for member in members:
+            await member.play_url(url, autostart=False)
+        await wait_for(lambda: len(ready) == 2, "STMl from both members")
+        check(True, "both opened the track and prefilled it (STMl) for the group's start")
+        target = time.monotonic() + 0.3
+        starts = []
+        for beat in beats:
+            jiffies, _ = await beat.ask()
+            starts.append((jiffies + round((target - time.monotonic()) * 1000)) & 0xFFFFFFFF)
+        for member, start in zip(members, starts):
+            await member.unpause_at(start)
+        await wait_for(lambda: len(started) == 2, "STMs from both members")
+        elapsed = [0, 0]
+        for index, beat in enumerate(beats):
+            for _ in range(100):  # bounded: a heartbeat every 20 ms until the position moved
+                elapsed[index] = (await beat.ask())[1]
+                if elapsed[index] > 0:
+                    break
+                await asyncio.sleep(0.02)
+        check(all(value > 0 for value in elapsed),
+              f"unpaused at one moment in each one's jiffies: both sent STMs and play (elapsed ours {elapsed[0]} ms, squeezelite {elapsed[1]} ms)")
+        for member in members:
+            await member.stop()
+    finally:
+        await tear_down([lite])
+
+
+_BEATS = {}
+
+
+def ours_beats(player):
+    """The one Heartbeats hook of `player` (a second would wrap the first)."""
+    return _BEATS.setdefault(id(player), Heartbeats(player))
+
+
+class StreamFrames:
+    """The RESP texts and DSCO reasons the player sent, in order, read where
+    aioslimproto handles them (its own handlers still run)."""
+
+    def __init__(self, player):
+        self.resp, self.dsco = [], []
+        resp, dsco = player._process_resp, player._process_dsco
+
+        async def record_resp(data):
+            self.resp.append(data.decode("latin-1"))
+            await resp(data)
+
+        def record_dsco(data):
+            self.dsco.append(data[0] if data else None)
+            dsco(data)
+
+        player._process_resp, player._process_dsco = record_resp, record_dsco
+
+
+STAT_FIELDS = ("crlf", "mas_initialised", "mas_mode", "stream_size", "stream_full", "received_high", "received_low",
+               "signal", "jiffies", "output_size", "output_full", "elapsed_s", "voltage", "elapsed_ms", "timestamp")
+
+
 class Heartbeats:
-    """STMt frames as (jiffies, elapsed ms) by the timestamp we sent, read
-    where aioslimproto unpacks them (its own handler still runs)."""
+    """STMt frames by the timestamp we sent, read where aioslimproto unpacks
+    them (its own handler still runs)."""
 
     def __init__(self, player):
         self.player = player
@@ -343,19 +457,25 @@ class Heartbeats:
         original = player._process_stat_stmt
 
         def record(data):
-            fields = struct.unpack("!BBBLLLLHLLLLHLL", data[:47])
-            self.seen[fields[14]] = (fields[8], fields[13])
+            fields = dict(zip(STAT_FIELDS, struct.unpack("!BBBLLLLHLLLLHLL", data[:47])))
+            fields["bytes_received"] = fields["received_high"] << 32 | fields["received_low"]
+            self.seen[fields["timestamp"]] = fields
             original(data)
 
         player._process_stat_stmt = record
 
-    async def ask(self):
-        """(jiffies, elapsed ms) of a fresh STMt."""
+    async def ask_fields(self):
+        """Every field of a fresh STMt, by name."""
         self.next_id += 1
         asked = self.next_id
         await self.player._send_strm(b"t", replay_gain=asked)
         await wait_for(lambda: asked in self.seen, "STMt")
         return self.seen[asked]
+
+    async def ask(self):
+        """(jiffies, elapsed ms) of a fresh STMt."""
+        fields = await self.ask_fields()
+        return fields["jiffies"], fields["elapsed_ms"]
 
     async def offset(self, start):
         jiffies, elapsed = await self.ask()
@@ -395,7 +515,7 @@ async def sync_main(binary):
     try:
         await wait_for(lambda: server.get_player(MAC) is not None and server.get_player(MAC).connected, "the player's HELO")
         player = server.get_player(MAC)
-        beats = Heartbeats(player)
+        beats = ours_beats(player)
         await player.play_url(f"http://127.0.0.1:{http_server.server_address[1]}/tone.flac", autostart=False)
         await wait_for(lambda: stats.count("STMl received") >= 1, "STMl (opened, waiting for the group's start)")
         jiffies, _ = await beats.ask()
@@ -411,6 +531,8 @@ async def sync_main(binary):
         await player.skip_over(500)
         skipped = await beats.converge(start, 200, "skip-ahead 500 ms")
         check(True, f"skip-ahead 500 ms: the heard position moved to {skipped} ms from T")
+        await player.stop()
+        await group_with_squeezelite(server, player, f"http://127.0.0.1:{http_server.server_address[1]}/tone.flac", env)
     finally:
         await tear_down([proc], server, http_server, work)
 

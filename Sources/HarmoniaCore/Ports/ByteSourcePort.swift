@@ -42,6 +42,42 @@ public struct StationInfo: Sendable, Equatable {
     }
 }
 
+/// What a network source's transfer has done so far: for a player protocol
+/// that reports it (slimproto's STAT buffer fields, RESP and DSCO).
+public struct ByteSourceTransfer: Sendable, Equatable {
+    /// How the transfer ended.
+    public enum End: Sendable, Equatable {
+        /// Every byte of the body came and the server closed the connection.
+        case complete
+        /// The connection was lost, refused or failed for good (not a timeout).
+        case lost
+        /// No byte came for the network timeout.
+        case timedOut
+        /// The reader cancelled it (a stop, a skip, the end of the process).
+        case cancelled
+    }
+
+    /// The status line and headers of the response the body comes from, as
+    /// received (each line ended by CRLF, an empty line last); nil before it.
+    public var responseHead: String?
+    /// Body bytes received so far, over every request (ICY metadata left out).
+    public var received: Int64
+    /// Bytes received and not read yet: buffered ahead of the reader.
+    public var buffered: Int
+    /// The most the source buffers ahead of the reader, in bytes.
+    public var capacity: Int
+    /// nil while a transfer runs (or may run again: a seek can start one).
+    public var end: End?
+
+    public init(responseHead: String?, received: Int64, buffered: Int, capacity: Int, end: End?) {
+        self.responseHead = responseHead
+        self.received = received
+        self.buffered = buffered
+        self.capacity = capacity
+        self.end = end
+    }
+}
+
 /// One open stream of bytes, read like a file.
 ///
 /// Threads: `read`, `seek`, `position`, `size` and `isSeekable` from one
@@ -70,6 +106,10 @@ public protocol ByteSource: AnyObject, Sendable {
     /// from a local disk (an offline copy): the playback service then reads
     /// the first frames in the control call, as it does for a file.
     var readsMayStall: Bool { get }
+    /// What the transfer has done so far; nil for a source that does not
+    /// say (the default: a file, an offline copy). Any thread; never waits
+    /// on the network.
+    var transfer: ByteSourceTransfer? { get }
 
     /// Ends the waits of `read` and `seek`, now and later: they throw
     /// `invalidState`. Any thread; idempotent.
@@ -79,6 +119,8 @@ public protocol ByteSource: AnyObject, Sendable {
 extension ByteSource {
     /// A network source's reads may stall.
     public var readsMayStall: Bool { true }
+    /// Says nothing of its transfer.
+    public var transfer: ByteSourceTransfer? { nil }
 }
 
 /// Opens `ByteSource`s for the URLs it handles.

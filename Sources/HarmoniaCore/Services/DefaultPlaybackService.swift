@@ -6,6 +6,7 @@
 // (decode sessions), PublishedPlayback.swift (what readers see) and
 // OutputEvents.swift (the output's events thread).
 import Foundation
+import Synchronization
 
 /// The playback service: a queue decoded by one decode thread into an
 /// `AudioOutputPort`, whose heard-frames clock is the position.
@@ -49,8 +50,12 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
     var decoding: OpenTrack?
     /// The output's timeline since its last configure or flush: segments,
     /// the write index and stream titles waiting to be heard (HeardTimeline.swift).
-    var timeline = OutputTimeline()
-    var outputFormat: AudioFormat?
+    var timeline: OutputTimeline
+    var outputFormat: AudioFormat? {
+        didSet { outputFill.rate.store(Int64(outputFormat?.sampleRate ?? 0), ordering: .relaxed) }
+    }
+    /// The timeline's write index and the output's rate, for `outputBuffer()` (atomics).
+    let outputFill: OutputFill
     var outputStarted = false
     /// The output reported an error and is reconnecting (PulseAudio,
     /// Snapcast): `buffering` until its `reconnected`, since nothing is heard.
@@ -135,6 +140,9 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
         self.decoder = decoder
         self.output = output
         self.clock = clock
+        let fill = OutputFill()
+        self.outputFill = fill
+        self.timeline = OutputTimeline(fill: fill)
         self.logger = logger
         self.tagReader = tagReader
         self.configuration = configuration
@@ -232,6 +240,21 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
             let frames = Int64((seconds * rate).rounded())
             return frames == 0 || output.shiftPlayback(byFrames: frames)
         }
+    }
+
+    /// Audio written to the output and not heard yet (what its ring and its
+    /// device hold), and the most the service keeps queued ahead of the
+    /// listener (`decodeAhead`), in frames at the output's rate; zeros while
+    /// stopped or before the output is configured. A player protocol's
+    /// buffer report (slimproto's STAT). Any thread; never takes the engine.
+    public func outputBuffer() -> (queuedFrames: Int64, capacityFrames: Int64) {
+        let rate = outputFill.rate.load(ordering: .relaxed)
+        switch state {
+        case .stopped, .error: return (0, 0)
+        default: guard rate > 0 else { return (0, 0) }
+        }
+        let queued = outputFill.written.load(ordering: .relaxed) &- output.framesPlayed
+        return (max(queued, 0), Int64(clampingFrames: configuration.decodeAhead * Double(rate)))
     }
 
     /// Blocks until the decode thread has done all it can at the clock's

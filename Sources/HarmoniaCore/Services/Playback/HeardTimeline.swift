@@ -7,6 +7,16 @@
 // All of it is engine state: guarded by `engine`, touched by control calls
 // and the decode thread.
 import Foundation
+import Synchronization
+
+/// The output's write index and rate, mirrored for readers that do not take
+/// the engine (`DefaultPlaybackService.outputBuffer()`). Written with the
+/// engine held; read from any thread.
+final class OutputFill: Sendable {
+    let written = Atomic<Int64>(0)
+    /// The output's sample rate in Hz; 0 before it is configured.
+    let rate = Atomic<Int64>(0)
+}
 
 /// The output's timeline since its last configure or flush, oldest first.
 /// A value owned by the service's engine (guarded by `engine`); readers
@@ -14,8 +24,14 @@ import Foundation
 struct OutputTimeline {
     /// Oldest first: `segments[0]` is the track the listener hears.
     var segments: [Segment] = []
-    /// Output frame index just after the last frame written.
-    var written: Int64 = 0
+    /// Output frame index just after the last frame written (mirrored in `fill`).
+    var written: Int64 = 0 {
+        didSet { fill.written.store(written, ordering: .relaxed) }
+    }
+    /// `written` and the output's rate for readers off the engine.
+    let fill: OutputFill
+
+    init(fill: OutputFill) { self.fill = fill }
     /// Titles placed on the output timeline: each is published when the
     /// listener reaches `frame`; specs/network.md §Events has the timing.
     var queuedTitles: [(frame: Int64, url: String, title: String, byte: Int64)] = []
