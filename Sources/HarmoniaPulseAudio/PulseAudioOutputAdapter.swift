@@ -356,11 +356,6 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
         rt.playing = playing
         readIndexLine.reset()  // the index stops, or starts again, now
         wait(for: pa_stream_cork(stream, playing ? 0 : 1, operationDone, Unmanaged.passUnretained(self).toOpaque()))
-        // The position interpolates from the server's timing, which says
-        // "not playing" until the next update: ask for one now, not at the
-        // timer's next tick (up to 100 ms), so the heard position moves from
-        // the first frames (a start at a time is checked against it).
-        if playing, let operation = pa_stream_update_timing_info(stream, nil, nil) { pa_operation_unref(operation) }
         quickenTimingTimer()
     }
 
