@@ -236,9 +236,9 @@ final class FFmpegInput {
 
     /// Whether the headers alone describe the one audio stream completely:
     /// a FLAC whose STREAMINFO gives its rate, channels and length, so tags
-    /// can be read without that analysis. Other containers keep it: an MP3's
-    /// channels, an Opus file's bit rate and a truncated WavPack's failure
-    /// are found only by it (FFmpegTagReaderAdapterTests, BadInputTests).
+    /// can be read without that analysis. Other containers keep it: without
+    /// it an Opus file's bit rate and a truncated WavPack's error changed
+    /// (FFmpegTagReaderAdapterTests, BadInputTests).
     static func hasCompleteAudioHeader(_ format: UnsafeMutablePointer<AVFormatContext>) -> Bool {
         guard format.pointee.nb_streams == 1, let stream = format.pointee.streams?[0],
               let parameters = stream.pointee.codecpar?.pointee else { return false }
