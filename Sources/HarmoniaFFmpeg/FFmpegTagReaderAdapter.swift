@@ -38,10 +38,16 @@ public struct FFmpegTagReaderAdapter: TagReaderPort {
     /// decode is read here and refused by `readWithStreamInfo` (and by playback).
     /// - Throws: as `read(url:)`, less the decoder's own failures.
     public func readHeaders(url: String) throws(CoreError) -> (tags: TagBundle, stream: StreamInfo) {
-        // A plain FLAC file's blocks say it all (FLACHeaders); anything else is FFmpeg's.
-        if !url.contains("://") || url.hasPrefix("file://"), let read = FLACHeaders.read(path: FFmpegInput.ffmpegLocation(of: url)) {
+        // A plain FLAC or MP3 file's headers say it all (FLACHeaders, MP3Headers); anything else is FFmpeg's.
+        if !url.contains("://") || url.hasPrefix("file://"), let file = TagFileSource(path: FFmpegInput.ffmpegLocation(of: url)),
+           let read = FLACHeaders.read(from: file) ?? MP3Headers.read(from: file) {
             return read
         }
+        return try ffmpegHeaders(url: url)
+    }
+
+    /// `readHeaders(url:)` by FFmpeg alone: what the native readers must equal.
+    package func ffmpegHeaders(url: String) throws(CoreError) -> (tags: TagBundle, stream: StreamInfo) {
         let input = try FFmpegInput(url: url, headersOnly: true)
         defer { input.close() }
         _ = try FFmpegDecodeSession.decoder(for: input)
