@@ -202,7 +202,7 @@ import Testing
         var configuration = PlaybackConfiguration()
         configuration.crossfade = try CrossfadeSettings(seconds: 0.5)
         let h = ServiceHarness(["a": .init(frames: 88_200), "b": .init(frames: 96_000, sampleRate: 48_000, base: Self.bBase)],
-                               configuration: configuration)
+                               configuration: configuration, wrapOutput: { FormatContinuingOutput($0, continues: false) })
         h.service.enqueue([Track(url: "a"), Track(url: "b")])
         try h.service.jump(to: 0)
         try h.service.play()
@@ -212,5 +212,45 @@ import Testing
         #expect(heard[88_200] == Self.bBase && isCounting(heard.suffix(96_000)))
         #expect(started(h.events) == ["a", "b"])
         #expect(h.decoder.openSessionCount == 0)
+    }
+
+    @Test("across 44.1 -> 48 kHz on the null output, whose stream keeps 44.1 kHz: a bit-exact to the fade, the fade and b converted to 44.1 kHz, no gap; b starts at the fade's middle, its position in its own frames")
+    func rateChangeFadeConvertedByTheOutput() throws {
+        var configuration = PlaybackConfiguration()
+        configuration.crossfade = try CrossfadeSettings(seconds: 0.5)
+        let h = ServiceHarness(["a": .init(frames: 88_200), "b": .init(frames: 96_000, sampleRate: 48_000, base: Self.bBase)],
+                               configuration: configuration)
+        h.service.enqueue([Track(url: "a"), Track(url: "b")])
+        try h.service.jump(to: 0)
+        try h.service.play()
+        let step = 48_000.0 / 44_100  // b's frames per frame heard
+        // "a" alone to its fade, bit-exact; the fade is 24,000 frames at 48 kHz, 22,050 heard.
+        var heard = h.listen(frames: 66_150)
+        #expect(heard.enumerated().allSatisfy { Float($0.offset) == $0.element })
+        heard += h.listen(frames: 11_025 - 441)
+        #expect(h.service.currentIndex == 0)
+        heard += h.listen(frames: 2 * 441)
+        #expect(h.service.currentIndex == 1)
+        // b's position: its frames under the heard ones (12,000 at the middle).
+        let expected = (Double(11_025 + 441) * step).rounded(.up) / 48_000
+        #expect(abs(h.service.currentTime() - expected) <= 1 / 48_000, "position \(h.service.currentTime()) s, not \(expected) s")
+        heard += h.listen(frames: 200_000)
+        // Every frame of both, less the overlap: 66,150 + 96,000 frames of b at 44.1 kHz.
+        #expect(heard.count == 66_150 + 88_200)
+        #expect(h.service.state == .stopped)
+        // The fade and b, converted: heard frame n is b's frame n·step (a ramp
+        // converts to a ramp), a under it at its own rate, equal-power.
+        var worst = 0.0
+        for n in 0..<(88_200 - FadeResampler.halfTaps) {
+            let k = Double(n) * step
+            let t = min(k / 24_000, 1)
+            let want = (66_150 + k * 44_100 / 48_000) * cos(.pi / 2 * t) + (Double(Self.bBase) + k) * sin(.pi / 2 * t)
+            worst = max(worst, abs(Double(heard[66_150 + n]) - want))
+        }
+        #expect(worst < 1, "the converted fade and b are \(worst) off")
+        #expect(h.decoder.openSessionCount == 0)
+        if ProcessInfo.processInfo.environment["HARMONIA_CROSSFADE_FIGURES"] != nil {
+            print("null output 44.1 -> 48 kHz: the converted fade and b at most \(worst) off (values up to 1.1e6)")
+        }
     }
 }
