@@ -346,6 +346,23 @@ async def commands(server):
     await c.close()
 
 
+async def settings(server):
+    """A crossfade set by one client reaches every other at once (settings_changed, with the status),
+    after the reply to the client that set it."""
+    a, b = await Client.connect(server.ws), await Client.connect(server.ws)
+    await b.result("status")  # b is connected before the change
+    reply = await a.request("set_crossfade", {"seconds": 2.5})
+    check("result" in reply and not any(e == "settings_changed" for e, _ in a.events), f"the reply first: {reply} {a.events}")
+    for client in (a, b):
+        data = await client.event("settings_changed", lambda d: d["crossfade"] == 2.5)
+        check(data["state"] in ("stopped", "playing", "paused") and "volume" in data and "repeat" in data, f"settings_changed carries the status: {data}")
+    check(await a.result("set_crossfade", {"seconds": 0}) is not None, "set_crossfade 0")
+    await b.event("settings_changed", lambda d: d["crossfade"] == 0)
+    ok("settings_changed: a crossfade set by one client reaches the others with the status, after the reply")
+    await a.close()
+    await b.close()
+
+
 async def stamps(server):
     """Tests/WebSocket/ws_stamps.py's check, with this script's client and checks."""
     await ws_stamps.stamps(server, Client, check, ok, TIMEOUT)
@@ -596,7 +613,7 @@ async def main():
             c = await Client.connect(server.ws)
             await wait_library(c)
             await c.close()
-        for check_ in (commands, stamps, policy, limits, many):
+        for check_ in (commands, settings, stamps, policy, limits, many):
             if not only or check_.__name__ in only:
                 await check_(server)
     finally:
