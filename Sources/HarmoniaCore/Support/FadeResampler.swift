@@ -21,8 +21,11 @@ package final class FadeResampler {
     /// Input frames per output frame.
     package let step: Double
     package let channels: Int
-    /// The kernel's cut-off as a fraction of the input's Nyquist frequency.
-    private let cutoff: Double
+    /// The kernel sampled every 1/`phases` of an input frame from −halfTaps
+    /// to +halfTaps (made once, in init), read with linear interpolation:
+    /// no trigonometry per tap.
+    private let table: [Float]
+    private static let phases = 1024
     /// Buffered input, interleaved; frame 0 is the oldest kept.
     private var input: [Float]
     /// Where, in `input`'s frames, output frame 0 falls, and the output
@@ -43,7 +46,9 @@ package final class FadeResampler {
     package init(from inputRate: Double, to outputRate: Double, channels: Int, history: Int) {
         step = inputRate / outputRate
         self.channels = channels
-        cutoff = min(1, outputRate / inputRate) * 0.95
+        let cutoff = min(1, outputRate / inputRate) * 0.95
+        let count = 2 * Self.halfTaps * Self.phases + 2
+        table = (0..<count).map { Float(Self.kernel(Double($0) / Double(Self.phases) - Double(Self.halfTaps), cutoff: cutoff)) }
         let padding = max(0, Self.halfTaps - min(max(history, 0), Self.halfTaps))
         input = [Float](repeating: 0, count: padding * channels)
         realStart = padding
@@ -122,13 +127,24 @@ package final class FadeResampler {
         for channel in 0..<channels { out[channel] = 0 }
         // Normalised over the taps on real input: a constant passes
         // unchanged, and so does one at the input's first or last frame.
+        let first = max(1 - half, realStart - centre), last = min(half, (realEnd ?? Int.max / 2) - 1 - centre)
         var total: Float = 0
-        let last = realEnd ?? Int.max
-        for tap in (1 - half)...half where centre + tap >= realStart && centre + tap < last {
-            let weight = Float(kernel(Double(tap) - fraction))
-            total += weight
-            let base = (centre + tap) * channels
-            for channel in 0..<channels { out[channel] += input[base + channel] * weight }
+        if first <= last {
+            input.withUnsafeBufferPointer { samples in
+                table.withUnsafeBufferPointer { kernel in
+                    let channels = self.channels
+                    // The kernel at tap − fraction, interpolated between its two table entries.
+                    var at = (Double(first) - fraction + Double(half)) * Double(Self.phases)
+                    for tap in first...last {
+                        let index = Int(at)
+                        let weight = kernel[index] + (kernel[index + 1] - kernel[index]) * Float(at - Double(index))
+                        total += weight
+                        let base = (centre + tap) * channels
+                        for channel in 0..<channels { out[channel] += samples[base + channel] * weight }
+                        at += Double(Self.phases)
+                    }
+                }
+            }
         }
         if total != 0 { for channel in 0..<channels { out[channel] /= total } }
         produced += 1
@@ -159,7 +175,7 @@ package final class FadeResampler {
     }
 
     /// The windowed sinc at `x` input frames from the output frame's centre.
-    private func kernel(_ x: Double) -> Double {
+    private static func kernel(_ x: Double, cutoff: Double) -> Double {
         let half = Double(Self.halfTaps)
         guard abs(x) < half else { return 0 }
         let window = 0.42 + 0.5 * cos(Double.pi * x / half) + 0.08 * cos(2 * Double.pi * x / half)
