@@ -253,4 +253,38 @@ import Testing
             print("null output 44.1 -> 48 kHz: the converted fade and b at most \(worst) off (values up to 1.1e6)")
         }
     }
+
+    @Test("on the null output after a fade into 48 kHz: a seek in the converted track lands on its frame; a fade back into 44.1 kHz ends the conversion, bit-exact from its end")
+    func convertedUntilAFadeBack() throws {
+        var configuration = PlaybackConfiguration()
+        configuration.crossfade = try CrossfadeSettings(seconds: 0.5)
+        let cBase: Float = 2_000_000
+        // b is 5 s long, so c is not opened yet at the seek (it opens the
+        // decode-ahead and the fade before b's end): b's rate is still the one written.
+        let h = ServiceHarness(["a": .init(frames: 88_200), "b": .init(frames: 240_000, sampleRate: 48_000, base: Self.bBase),
+                                "c": .init(frames: 88_200, base: cBase)], configuration: configuration)
+        h.service.enqueue([Track(url: "a"), Track(url: "b"), Track(url: "c")])
+        try h.service.jump(to: 0)
+        try h.service.play()
+        h.listen(frames: 66_150 + 22_050 + 4410)
+        #expect(h.service.currentIndex == 1)
+        // A seek in b (converted): heard from b's frame 48,000 on, each frame b's frame n·step.
+        try h.service.seek(to: 1.0)
+        #expect(abs(h.service.currentTime() - 1.0) < 1e-9)
+        let step = 48_000.0 / 44_100
+        let sought = h.listen(frames: 4410)
+        let seekError = sought.enumerated().map { abs(Double($0.element) - (Double(Self.bBase) + 48_000 + Double($0.offset) * step)) }.max() ?? .infinity
+        #expect(seekError < 1, "after the seek, \(seekError) off b's frames")
+        #expect(abs(h.service.currentTime() - (1.0 + 4410.0 / 44_100)) <= 1 / 48_000, "position \(h.service.currentTime())")
+        // b's rest, the fade into c (the stream's rate again), then c alone: bit-exact.
+        let rest = h.listen(frames: 300_000)
+        #expect(h.service.state == .stopped)
+        let cAlone = 88_200 - 22_050
+        #expect(rest.count >= cAlone)
+        #expect(rest.suffix(cAlone).enumerated().allSatisfy { cBase + Float(22_050 + $0.offset) == $0.element },
+                "c after its fade is not c's frames, bit-exact")
+        // b from the seek to its fade (0.5 s before its end) converted, the fade (0.5 s of c), c alone.
+        #expect(rest.count == Int(((216_000.0 - 48_000) / step).rounded(.up)) - 4410 + 22_050 + cAlone)
+        #expect(h.decoder.openSessionCount == 0)
+    }
 }
