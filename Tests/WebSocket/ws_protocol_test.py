@@ -363,6 +363,31 @@ async def settings(server):
     await b.close()
 
 
+async def settings_from_mpd():
+    """MPD's `crossfade` reaches a WebSocket client at once (settings_changed): serve with both frontends."""
+    folder = os.path.join(WORK, "settings")
+    os.makedirs(folder, exist_ok=True)
+    server = Server(["serve", "--music-dir", MUSIC, "--database", os.path.join(folder, "library.sqlite"),
+                     "--store", os.path.join(folder, "offline"), "--state", os.path.join(folder, "state.json"),
+                     "--mpd-listen", "127.0.0.1:0", "--output", "null", "--listen", "127.0.0.1:0"])
+    try:
+        port = int(re.search(r"MPD protocol on 127\.0\.0\.1:(\d+)", server.wait_line("MPD protocol on")).group(1))
+        c = await Client.connect(server.ws)
+        await c.result("status")
+        with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT) as mpd:
+            lines = mpd.makefile("rwb")
+            check(lines.readline().startswith(b"OK MPD "), "MPD's greeting")
+            lines.write(b"crossfade 3\n")
+            lines.flush()
+            check(lines.readline() == b"OK\n", "crossfade 3: OK")
+        data = await c.event("settings_changed", lambda d: d["crossfade"] == 3)
+        check(data["repeat"] in ("off", "all", "one"), f"settings_changed carries the status: {data}")
+        ok("settings_changed: MPD's crossfade reaches a WebSocket client with the status")
+        await c.close()
+    finally:
+        server.stop()
+
+
 async def stamps(server):
     """Tests/WebSocket/ws_stamps.py's check, with this script's client and checks."""
     await ws_stamps.stamps(server, Client, check, ok, TIMEOUT)
@@ -626,6 +651,7 @@ async def main():
     await restart()
     await tls()
     await plain_player()
+    await settings_from_mpd()
     print("all checks passed", flush=True)
 
 
