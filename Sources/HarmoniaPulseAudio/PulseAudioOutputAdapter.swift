@@ -102,6 +102,9 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
 
     /// The producer's view of the ring: the decode thread writes without the main loop lock.
     let producerRing = Mutex<SPSCRingBuffer?>(nil)
+    /// What is written after a crossfade into another rate, converted on
+    /// the producer thread to the stream's (the stream keeps its rate).
+    let continuation = RateContinuation()
     /// Set by a flush: the producer's next writes push audio into the stream
     /// themselves (`refill`), rather than wait for the server to ask.
     let refillPending = Atomic<Bool>(false)
@@ -154,6 +157,7 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
             producerRing.withLock { $0 = ring }
             lastPosition = 0
             lastHeard = 0
+            continuation.reset(sampleRate: sampleRate, channels: channels)
             reportedUnderruns = 0
             // Stopped until start(): the stream opens then, once the ring holds audio.
             started = false
@@ -192,6 +196,7 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
             paused = false
             setPlaying(false)
             flushLocked()
+            continuation.flush(streamPlayed: lastHeard)
         }
     }
 
@@ -210,7 +215,10 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
     }
 
     public func flush() {
-        withMainloopLock { flushLocked() }
+        withMainloopLock {
+            flushLocked()
+            continuation.flush(streamPlayed: lastHeard)
+        }
     }
 
     /// Applied by the write callback from its next request, to the frame
@@ -224,6 +232,7 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
     }
 
     public func drain() {
+        releaseHeldFrames()
         withMainloopLock {
             guard let rt, let stream, started, !paused else { return }
             rt.draining = true
@@ -275,9 +284,24 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
 
     public func write(_ frames: UnsafePointer<Float>, frameCount: Int) -> Int {
         guard let ring = producerRing.withLock({ $0 }) else { return 0 }
-        let written = ring.write(frames, frames: frameCount)
+        let written = continuation.write(frames, frameCount: frameCount) { ring.write($0, frames: $1) }
         if written > 0, refillPending.load(ordering: .acquiring) { refill() }
         return written
+    }
+
+    /// Continues the stream in its rate, converting what follows from
+    /// `sampleRate` on the producer thread (`RateContinuation`): for a
+    /// crossfade only, so a join without one still drains and opens a
+    /// stream in the track's rate, bit-exact. The same channel count only.
+    public func continueInFormatForFade(sampleRate: Double, channels: Int) throws(CoreError) -> Bool {
+        guard let ring = producerRing.withLock({ $0 }) else { return false }
+        return continuation.continueIn(sampleRate: sampleRate, channels: channels) { ring.write($0, frames: $1) }
+    }
+
+    public func releaseHeldFrames() {
+        guard let ring = producerRing.withLock({ $0 }) else { return }
+        continuation.finish { ring.write($0, frames: $1) }
+        if refillPending.load(ordering: .acquiring) { refill() }
     }
 
     /// After a flush (producer thread): the server asked for a whole buffer
@@ -313,7 +337,7 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
     public var framesPlayed: Int64 {
         withMainloopLock {
             updatePosition()
-            return lastHeard
+            return continuation.heard(streamPlayed: lastHeard)
         }
     }
 

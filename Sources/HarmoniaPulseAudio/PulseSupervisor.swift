@@ -60,7 +60,7 @@ extension PulseAudioOutputAdapter {
                 try openStream()
                 if started && !paused { setPlaying(true) }
                 lastPosition = rt?.streamOrigin ?? lastPosition
-                hub.emit(.reconnected(frame: heard))
+                hub.emit(.reconnected(frame: continuation.heard(streamPlayed: heard)))
                 return
             } catch {
                 teardownStream()

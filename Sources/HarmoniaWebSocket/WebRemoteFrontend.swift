@@ -14,6 +14,8 @@ public final class WebRemoteFrontend: PlayerFrontend, @unchecked Sendable {
     public let server: WebRemoteServer
     private let dispatcher: ControlDispatcher
     private let announce: (String) -> Void
+    /// The main loop's inbox, from `start` (main loop only).
+    private var inbox: EventInbox?
 
     /// - Parameter announce: a line for standard error once listening.
     public init(server: WebRemoteServer, dispatcher: ControlDispatcher, announce: @escaping (String) -> Void) {
@@ -33,6 +35,7 @@ public final class WebRemoteFrontend: PlayerFrontend, @unchecked Sendable {
 
     public func start(_ app: PlayerApplication) {
         let inbox = app.inbox
+        self.inbox = inbox
         server.hub.setStampSource { inbox.lastStamp.value }
         server.hub.receive { [self] request in inbox.post(.job { self.handle(request) }) }
         server.start()
@@ -41,6 +44,17 @@ public final class WebRemoteFrontend: PlayerFrontend, @unchecked Sendable {
     /// Each event goes to the clients connected before it happened (`EventStamp`).
     public func show(_ event: PlaybackEvent, stamp: EventStamp) {
         server.hub.broadcast(EventJSON.line(event, naming: dispatcher.naming).serialized, stamp: stamp.value)
+    }
+
+    /// A setting changed (the crossfade, by any client: MPD's `crossfade`,
+    /// JSON `set_crossfade`): every client authenticated then gets
+    /// `settings_changed` with the status, after the command's reply (a job
+    /// behind the command's, on the main loop), so the page's list shows it.
+    public func settingsChanged() {
+        inbox?.post(.job { [self] in
+            server.hub.broadcast(dispatcher.settingsChangedEvent().serialized)
+            return .continue
+        })
     }
 
     /// An offline download's event goes to every client authenticated now.

@@ -5,7 +5,8 @@
 // the curve (equal-power), the total length to the frame, no step; and
 // joins that stay gapless to the bit (one album in order, crossfade 0);
 // a manual next through serve's real-time file output, the fade found
-// from the file's length (a's heard frames, then b whole).
+// from the file's length (a's heard frames, then b whole); a fade across
+// 44.1 -> 48 kHz into a WAV that stays 44.1 kHz.
 import Foundation
 import HarmoniaTestSupport
 import Testing
@@ -270,6 +271,46 @@ struct CrossfadeTests {
         #expect(largestStep(samples) <= steepest * 1.01, "a step of \(largestStep(samples))")
         if ProcessInfo.processInfo.environment["HARMONIA_CROSSFADE_FIGURES"] != nil {
             print("manual next at \(start) s: overlap start \(fade.start) s, length \(fade.length) s, power error \(fade.powerError), model error \(maxAbsDiff(samples, model(sourceA, sourceB, start: skip, length: Self.rate)))")
+        }
+    }
+
+    @Test("44.1 -> 48 kHz into a WAV: the file stays 44.1 kHz, a is bit-exact to the overlap, which starts 1 s before its end and lasts 1 s, equal-power, b converted after it, no step")
+    func rateChangeFadeIntoWAV() throws {
+        let files = try ToneFiles()
+        defer { files.remove() }
+        let a = try files.tone("a", frequency: 440, seconds: 4, album: "First", track: 1)
+        let b = try files.tone("b", frequency: 1000, seconds: 4, rate: 48000, album: "Second", track: 2)
+        let out = files.folder + "/out.wav"
+        let result = try ProcessRunner.harmoniaPlay(["--quiet", "--output", "file:" + out, "--crossfade", "1", a, b])
+        #expect(result.status == 0, "stderr: \(result.stderrText)")
+        let data = try Data(contentsOf: URL(fileURLWithPath: out))
+        try #require(data.count > 44)
+        func le(_ offset: Int, _ size: Int) -> Int { (0..<size).reduce(0) { $0 | Int(data[offset + $1]) << (8 * $1) } }
+        #expect(le(24, 4) == Self.rate && le(22, 2) == 2, "the WAV says \(le(24, 4)) Hz, \(le(22, 2)) ch")
+        let samples = data.dropFirst(44).withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
+        // The total: 3 s of a, then b's 4 s at 44.1 kHz (the first second under a's last).
+        #expect(samples.count / 2 == 7 * Self.rate)
+        let sourceA = try Fixtures.cliReference(a)
+        #expect(Array(samples.prefix(3 * Self.rate * 2)) == Array(sourceA.prefix(3 * Self.rate * 2)), "a is not bit-exact before the overlap")
+        let fade = measureFade(samples, outgoing: 440, incoming: 1000, amplitude: 0.5, around: 2.5...4.5)
+        #expect(abs(fade.start - 3) <= 0.001, "overlap starts at \(fade.start) s")
+        #expect(abs(fade.length - 1) <= 0.001, "overlap lasts \(fade.length) s")
+        #expect(fade.powerError < 0.01, "not equal-power: \(fade.powerError)")
+        #expect(fade.curveError < 0.01, "the outgoing side is not cos: \(fade.curveError)")
+        // Frame by frame against the tones themselves: a (converted to 48 kHz
+        // for the mix and back) fading out, b (converted) fading in, then b.
+        var worst = 0.0
+        for n in 0..<(4 * Self.rate - 16) {  // (not the converter's last 16 frames, after which is silence)
+            let t = Double(n) / Double(Self.rate)
+            let fadeIn = min(t, 1)
+            let want = 0.5 * sin(2 * .pi * 440 * (3 + t)) * cos(.pi / 2 * fadeIn) + 0.5 * sin(2 * .pi * 1000 * t) * sin(.pi / 2 * fadeIn)
+            worst = max(worst, abs(Double(samples[(3 * Self.rate + n) * 2]) - want))
+        }
+        #expect(worst < 1e-4, "the fade and b are \(worst) off the tones")
+        let steepest = Float(2 * Double.pi * (440 + 1000) * 0.5 / Double(Self.rate))
+        #expect(largestStep(samples) <= steepest * 1.01, "a step of \(largestStep(samples))")
+        if ProcessInfo.processInfo.environment["HARMONIA_CROSSFADE_FIGURES"] != nil {
+            print("44.1 -> 48 kHz: start \(fade.start) s, length \(fade.length) s, power error \(fade.powerError), curve error \(fade.curveError), off the tones \(worst), largest step \(largestStep(samples)) (bound \(steepest))")
         }
     }
 

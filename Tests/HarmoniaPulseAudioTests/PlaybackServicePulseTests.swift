@@ -98,13 +98,14 @@ final class PulseServiceRig: @unchecked Sendable {
     /// - Parameter latency: the output's buffer; the tests' 50 ms by default.
     /// - Parameter ringFrames: the output's smallest ring (it also holds the
     ///   buffer twice and the decode-ahead); the tests' 2^18 by default.
-    init(_ sources: [String: CounterDecoder.Source], latency: Double = PulseServiceRig.latency, ringFrames: Int = 1 << 18) throws {
+    init(_ sources: [String: CounterDecoder.Source], latency: Double = PulseServiceRig.latency, ringFrames: Int = 1 << 18,
+         configuration: PlaybackConfiguration = PlaybackConfiguration()) throws {
         recorder = try SinkRecorder(rate: Self.rate, channels: 2)
         var options = pulseOptions(device: recorder.sinkName, latency: latency)
         options.ringFrames = ringFrames
         output = PulseAudioOutputAdapter(options: options)
         decoder = ScaledCounterDecoder(sources)
-        service = DefaultPlaybackService(decoder: decoder, output: output, clock: clock)
+        service = DefaultPlaybackService(decoder: decoder, output: output, clock: clock, configuration: configuration)
         let output = self.output, log = self.log, stopped = self.stopped
         service.observe { event in
             // The output's own lock comes last in the service's lock order.
@@ -278,6 +279,48 @@ struct PlaybackServicePulseTests {
             #expect(late <= Int64(buffer + period), "within one buffer of the boundary")
         }
         #expect(events.contains { if case .trackEnded(index: 1, _, reason: .finished) = $0.event { true } else { false } })
+        #expect(rig.service.state == .stopped)
+    }
+
+    @Test("a crossfade from 48 into 44.1 kHz: the stream stays 48 kHz, a bit-exact to the overlap, then no silence to b's converted end; track_started at the fade's middle")
+    func rateChangeFade() throws {
+        try retriedAcrossLateGraphCycles("rateChangeFade") { try rateChangeFadeRun() }
+    }
+
+    private func rateChangeFadeRun() throws {
+        let lengthA = rate, lengthB = 44_100  // 1 s each
+        var configuration = PlaybackConfiguration()
+        configuration.crossfade = try CrossfadeSettings(seconds: 0.25)
+        let rig = try PulseServiceRig([
+            "a": .init(frames: Int64(lengthA), sampleRate: Double(rate), base: 1),
+            "b": .init(frames: Int64(lengthB), sampleRate: 44_100, base: Float(1 + lengthA)),
+        ], configuration: configuration)
+        // Both queued before the first read: a fade is planned from a's first chunk.
+        rig.service.enqueue([Track(url: "a"), Track(url: "b")])
+        try rig.service.jump(to: 0)
+        try rig.service.play()
+        try rig.waitUntilStopped()
+        let buffer = rig.bufferFrames
+        let events = rig.events
+        let frames = try rig.finish()
+        // a alone to its last 0.25 s, bit-exact; then the fade and b, at 44.1 kHz
+        // converted to the stream's 48 kHz: 44,100 frames of b sound as 48,000.
+        let fadeStart = lengthA - rate / 4
+        #expect(frames.prefix(fadeStart).map(\.value) == (1...fadeStart).map { Optional($0) },
+                "a to the overlap: breaks \(breaks(Array(frames.prefix(fadeStart))).prefix(5))")
+        #expect(zip(frames, frames.dropFirst()).allSatisfy { $1.at == $0.at + 1 }, "no silence anywhere")
+        #expect(abs(frames.count - (fadeStart + rate)) <= 2, "\(frames.count) frames sounded, not \(fadeStart + rate)")
+        // b starts for the listener in the fade's middle: 5,512 of its frames in (heard counts b's frames).
+        let middle = Int64(fadeStart + 44_100 / 8)
+        let started = events.first { if case .trackStarted(index: 1, _) = $0.event { true } else { false } }
+        #expect(started != nil, "track_started for the second track")
+        if let started {
+            let late = started.heard - middle
+            print("[service rate-change fade] track_started(1) with \(started.heard) frames heard: \(late) after the fade's middle "
+                + "(granted buffer \(buffer)); \(frames.count) frames sounded, expected \(fadeStart + rate)")
+            #expect(late >= 0, "not before the listener reached the fade's middle")
+            #expect(late <= Int64(buffer + period), "within one buffer of the middle")
+        }
         #expect(rig.service.state == .stopped)
     }
 

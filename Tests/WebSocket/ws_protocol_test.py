@@ -346,6 +346,48 @@ async def commands(server):
     await c.close()
 
 
+async def settings(server):
+    """A crossfade set by one client reaches every other at once (settings_changed, with the status),
+    after the reply to the client that set it."""
+    a, b = await Client.connect(server.ws), await Client.connect(server.ws)
+    await b.result("status")  # b is connected before the change
+    reply = await a.request("set_crossfade", {"seconds": 2.5})
+    check("result" in reply and not any(e == "settings_changed" for e, _ in a.events), f"the reply first: {reply} {a.events}")
+    for client in (a, b):
+        data = await client.event("settings_changed", lambda d: d["crossfade"] == 2.5)
+        check(data["state"] in ("stopped", "playing", "paused") and "volume" in data and "repeat" in data, f"settings_changed carries the status: {data}")
+    check(await a.result("set_crossfade", {"seconds": 0}) is not None, "set_crossfade 0")
+    await b.event("settings_changed", lambda d: d["crossfade"] == 0)
+    ok("settings_changed: a crossfade set by one client reaches the others with the status, after the reply")
+    await a.close()
+    await b.close()
+
+
+async def settings_from_mpd():
+    """MPD's `crossfade` reaches a WebSocket client at once (settings_changed): serve with both frontends."""
+    folder = os.path.join(WORK, "settings")
+    os.makedirs(folder, exist_ok=True)
+    server = Server(["serve", "--music-dir", MUSIC, "--database", os.path.join(folder, "library.sqlite"),
+                     "--store", os.path.join(folder, "offline"), "--state", os.path.join(folder, "state.json"),
+                     "--mpd-listen", "127.0.0.1:0", "--output", "null", "--listen", "127.0.0.1:0"])
+    try:
+        port = int(re.search(r"MPD protocol on 127\.0\.0\.1:(\d+)", server.wait_line("MPD protocol on")).group(1))
+        c = await Client.connect(server.ws)
+        await c.result("status")
+        with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT) as mpd:
+            lines = mpd.makefile("rwb")
+            check(lines.readline().startswith(b"OK MPD "), "MPD's greeting")
+            lines.write(b"crossfade 3\n")
+            lines.flush()
+            check(lines.readline() == b"OK\n", "crossfade 3: OK")
+        data = await c.event("settings_changed", lambda d: d["crossfade"] == 3)
+        check(data["repeat"] in ("off", "all", "one"), f"settings_changed carries the status: {data}")
+        ok("settings_changed: MPD's crossfade reaches a WebSocket client with the status")
+        await c.close()
+    finally:
+        server.stop()
+
+
 async def stamps(server):
     """Tests/WebSocket/ws_stamps.py's check, with this script's client and checks."""
     await ws_stamps.stamps(server, Client, check, ok, TIMEOUT)
@@ -596,7 +638,7 @@ async def main():
             c = await Client.connect(server.ws)
             await wait_library(c)
             await c.close()
-        for check_ in (commands, stamps, policy, limits, many):
+        for check_ in (commands, settings, stamps, policy, limits, many):
             if not only or check_.__name__ in only:
                 await check_(server)
     finally:
@@ -609,6 +651,7 @@ async def main():
     await restart()
     await tls()
     await plain_player()
+    await settings_from_mpd()
     print("all checks passed", flush=True)
 
 

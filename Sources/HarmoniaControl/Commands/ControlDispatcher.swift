@@ -268,6 +268,13 @@ public final class ControlDispatcher {
         return ("application/octet-stream", "bin")
     }
 
+    /// `{"event": "settings_changed", "data": STATUS}`: a setting that no
+    /// playback event carries (the crossfade) changed, whoever changed it;
+    /// its data is what `status` answers (the web remote's frontend sends it).
+    public func settingsChangedEvent() -> JSONValue {
+        .object([("event", .string("settings_changed")), ("data", status())])
+    }
+
     public func status() -> JSONValue {
         var members: [(String, JSONValue)]
         guard case .object(let state) = EventJSON.stateObject(service.state) else { return .null }

@@ -19,6 +19,8 @@ import Musl
 /// sizes are written when the output stops (or is released); until then they
 /// say "unknown" (0xFFFFFFFF), which readers take as "to the end of the file".
 /// A second `configure` with another format throws: one file, one format.
+/// A crossfade into another rate (`continueInFormatForFade`) continues the
+/// file in its rate: what follows is converted to it (`RateContinuation`).
 public final class FileAudioOutput: AudioOutputPort, @unchecked Sendable {
     /// The file written, as given to `init(path:)`.
     public let path: String
@@ -39,6 +41,9 @@ public final class FileAudioOutput: AudioOutputPort, @unchecked Sendable {
     private var scratchFrames = 0
     /// Paced: the device-like player of the frames (set once, in init).
     private var pacer: NullAudioOutput?
+    /// Unpaced: what is written after a crossfade into another rate,
+    /// converted to the file's (paced, the pacer converts).
+    private let continuation = RateContinuation()
 
     /// Creates the output. Nothing is opened yet: the first `configure`
     /// creates or truncates the file. A path ending in `.wav`
@@ -94,6 +99,7 @@ public final class FileAudioOutput: AudioOutputPort, @unchecked Sendable {
             }
         }
         try pacer?.configure(sampleRate: sampleRate, channels: channels)
+        continuation.reset(sampleRate: sampleRate, channels: channels, streamFrames: lock.withLock { written })
     }
 
     public func start() throws(CoreError) {
@@ -105,9 +111,11 @@ public final class FileAudioOutput: AudioOutputPort, @unchecked Sendable {
         try pacer?.start()
     }
 
-    /// Stops and finishes the file (WAV sizes written). Idempotent.
+    /// Stops and finishes the file (WAV sizes written; unpaced, with the
+    /// converter's last frames after a crossfade into another rate). Idempotent.
     public func stop() {
         pacer?.stop()
+        if pacer == nil { continuation.finish { append($0, frameCount: $1) } }
         lock.withLock {
             running = false
             finishHeader()
@@ -125,8 +133,12 @@ public final class FileAudioOutput: AudioOutputPort, @unchecked Sendable {
     }
 
     /// Unpaced, nothing is queued: every accepted frame is already in the
-    /// file. Paced, the frames not yet played are dropped.
-    public func flush() { pacer?.flush() }
+    /// file (but the converter's look-ahead, after a crossfade into another
+    /// rate, is dropped). Paced, the frames not yet played are dropped.
+    public func flush() {
+        if let pacer { return pacer.flush() }
+        continuation.flush(streamPlayed: lock.withLock { written })
+    }
 
     /// Paced only (its pacer does it): the silence is written to the file,
     /// the skipped frames are not. Unpaced: false.
@@ -134,6 +146,7 @@ public final class FileAudioOutput: AudioOutputPort, @unchecked Sendable {
 
     public func drain() {
         pacer?.drain()
+        if pacer == nil { continuation.finish { append($0, frameCount: $1) } }
         lock.withLock { finishHeader() }
     }
 
@@ -142,7 +155,14 @@ public final class FileAudioOutput: AudioOutputPort, @unchecked Sendable {
             guard lock.withLock({ running && !paused }) else { return 0 }
             return pacer.write(frames, frameCount: frameCount)
         }
-        return append(frames, frameCount: frameCount, whenRunning: true)
+        return continuation.write(frames, frameCount: frameCount) { append($0, frameCount: $1, whenRunning: true) }
+    }
+
+    /// Continues the file in its rate, converting what follows from
+    /// `sampleRate` (`RateContinuation`); the same channel count only.
+    public func continueInFormatForFade(sampleRate: Double, channels: Int) throws(CoreError) -> Bool {
+        if let pacer { return try pacer.continueInFormatForFade(sampleRate: sampleRate, channels: channels) }
+        return continuation.continueIn(sampleRate: sampleRate, channels: channels) { append($0, frameCount: $1, whenRunning: true) }
     }
 
     /// Writes `frameCount` frames to the file at the volume (unpaced: from
@@ -174,7 +194,12 @@ public final class FileAudioOutput: AudioOutputPort, @unchecked Sendable {
     }
 
     public func setVolume(_ volume: Float) { lock.withLock { self.volume = min(max(volume, 0), 1) } }
-    public var framesPlayed: Int64 { pacer?.framesPlayed ?? lock.withLock { written } }
+    public func releaseHeldFrames() {
+        if let pacer { return pacer.releaseHeldFrames() }
+        continuation.finish { append($0, frameCount: $1, whenRunning: true) }
+    }
+
+    public var framesPlayed: Int64 { pacer?.framesPlayed ?? continuation.heard(streamPlayed: lock.withLock { written }) }
     public var underrunCount: Int { pacer?.underrunCount ?? 0 }
 
     // MARK: Internals (called with `lock` held)

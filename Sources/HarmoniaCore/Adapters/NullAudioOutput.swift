@@ -38,6 +38,8 @@ public final class NullAudioOutput: AudioOutputPort, @unchecked Sendable {
     private let periodFrames: Int
     private let ringFrames: Int
     private let sink: Sink?
+    /// What is written after a crossfade into another rate, converted to the stream's.
+    private let continuation = RateContinuation()
 
     private let lock = ConditionLock()
     // Guarded by `lock`.
@@ -98,6 +100,7 @@ public final class NullAudioOutput: AudioOutputPort, @unchecked Sendable {
             underruns = 0
             hadData = false
         }
+        continuation.reset(sampleRate: sampleRate, channels: channels)
     }
 
     public func start() throws(CoreError) {
@@ -128,6 +131,7 @@ public final class NullAudioOutput: AudioOutputPort, @unchecked Sendable {
             ring?.requestDiscard()
             lock.broadcast()
         }
+        continuation.flush(streamPlayed: lock.withLock { played })
     }
 
     public func pause() { lock.withLock { paused = true; pauses += 1; lock.broadcast() } }
@@ -142,9 +146,13 @@ public final class NullAudioOutput: AudioOutputPort, @unchecked Sendable {
             silencePending = 0
             lock.broadcast()
         }
+        continuation.flush(streamPlayed: lock.withLock { played })
     }
 
+    /// Plays out what is queued (with the converter's last frames, after a
+    /// crossfade into another rate).
     public func drain() {
+        continuation.finish { takeFrames($0, frameCount: $1) }
         lock.withLock {
             while running, let ring, ring.framesWritten > ring.framesRead, case .realTime = pace {
                 lock.wait()
@@ -153,6 +161,19 @@ public final class NullAudioOutput: AudioOutputPort, @unchecked Sendable {
     }
 
     public func write(_ frames: UnsafePointer<Float>, frameCount: Int) -> Int {
+        continuation.write(frames, frameCount: frameCount) { takeFrames($0, frameCount: $1) }
+    }
+
+    /// Continues in another rate by converting it to the configured one
+    /// (`RateContinuation`); the same channel count only.
+    public func continueInFormatForFade(sampleRate: Double, channels: Int) throws(CoreError) -> Bool {
+        continuation.continueIn(sampleRate: sampleRate, channels: channels) { takeFrames($0, frameCount: $1) }
+    }
+
+    public func releaseHeldFrames() { continuation.finish { takeFrames($0, frameCount: $1) } }
+
+    /// Frames in the configured format into the ring (or played at once).
+    private func takeFrames(_ frames: UnsafePointer<Float>, frameCount: Int) -> Int {
         if case .asFastAsPossible = pace {
             return lock.withLock {
                 guard running, !paused else { return 0 }
@@ -166,7 +187,7 @@ public final class NullAudioOutput: AudioOutputPort, @unchecked Sendable {
 
     public func setVolume(_ volume: Float) { lock.withLock { self.volume = min(max(volume, 0), 1) } }
 
-    public var framesPlayed: Int64 { lock.withLock { played } }
+    public var framesPlayed: Int64 { continuation.heard(streamPlayed: lock.withLock { played }) }
 
     /// In `.realTime` pace: the consumer applies it from its next period,
     /// to the frame (specs/realtime.md §AudioOutputPort).

@@ -88,6 +88,25 @@ public protocol AudioOutputPort: AnyObject, Sendable {
     /// - Throws: `invalidArgument` (a format the output cannot convert).
     func continueInFormat(sampleRate: Double, channels: Int) throws(CoreError) -> Bool
 
+    /// As `continueInFormat`, for a crossfade only (the playback service
+    /// asks it where a fade crosses a change of sample rate, never for a
+    /// join without a fade): an output whose stream keeps one rate may say
+    /// yes by converting what is written from now on to its stream's rate
+    /// on the producer thread (`RateContinuation`), so those frames are not
+    /// bit-exact until the next `configure` or a continuation back to the
+    /// stream's rate (specs/services.md §Crossfade). The default is
+    /// `continueInFormat`'s answer. Producer thread, like `write`.
+    /// - Throws: `invalidArgument` (a format the output cannot convert).
+    func continueInFormatForFade(sampleRate: Double, channels: Int) throws(CoreError) -> Bool
+
+    /// No frame follows the last written until a `write` after something
+    /// else (a `configure`, a `flush`, the next track): an output that holds
+    /// frames back (a converter's look-ahead, after `continueInFormatForFade`)
+    /// writes them out now, as far as it has room, without blocking; the
+    /// caller calls again while it waits for the last frame to be heard.
+    /// Producer thread. The default does nothing.
+    func releaseHeldFrames()
+
     /// Moves what the listener hears by exactly `frames` frames, without a
     /// flush, where the output takes frames from its ring (so after what
     /// its device has already queued): positive skips that many of the
@@ -102,5 +121,9 @@ public protocol AudioOutputPort: AnyObject, Sendable {
 
 extension AudioOutputPort {
     public func continueInFormat(sampleRate: Double, channels: Int) throws(CoreError) -> Bool { false }
+    public func continueInFormatForFade(sampleRate: Double, channels: Int) throws(CoreError) -> Bool {
+        try continueInFormat(sampleRate: sampleRate, channels: channels)
+    }
+    public func releaseHeldFrames() {}
     public func shiftPlayback(byFrames frames: Int64) -> Bool { false }
 }

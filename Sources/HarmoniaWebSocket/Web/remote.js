@@ -171,6 +171,7 @@ const events = {
   seeked(d) { setClock(d.position); },
   volume_changed(d) { state.player.volume = d.volume; renderVolume(); },
   queue_changed() { refresh(); },
+  settings_changed(d) { applyStatus(d); },
   track_ended() { loadListens(); },
   listen() { loadListens(); },
   // A copy finished or was removed: the queue's offline marks change.

@@ -202,7 +202,7 @@ import Testing
         var configuration = PlaybackConfiguration()
         configuration.crossfade = try CrossfadeSettings(seconds: 0.5)
         let h = ServiceHarness(["a": .init(frames: 88_200), "b": .init(frames: 96_000, sampleRate: 48_000, base: Self.bBase)],
-                               configuration: configuration)
+                               configuration: configuration, wrapOutput: { FormatContinuingOutput($0, continues: false) })
         h.service.enqueue([Track(url: "a"), Track(url: "b")])
         try h.service.jump(to: 0)
         try h.service.play()
@@ -211,6 +211,81 @@ import Testing
         #expect(heard.first == 0 && isCounting(heard.prefix(88_200)))
         #expect(heard[88_200] == Self.bBase && isCounting(heard.suffix(96_000)))
         #expect(started(h.events) == ["a", "b"])
+        #expect(h.decoder.openSessionCount == 0)
+    }
+
+    @Test("across 44.1 -> 48 kHz on the null output, whose stream keeps 44.1 kHz: a bit-exact to the fade, the fade and b converted to 44.1 kHz, no gap; b starts at the fade's middle, its position in its own frames")
+    func rateChangeFadeConvertedByTheOutput() throws {
+        var configuration = PlaybackConfiguration()
+        configuration.crossfade = try CrossfadeSettings(seconds: 0.5)
+        let h = ServiceHarness(["a": .init(frames: 88_200), "b": .init(frames: 96_000, sampleRate: 48_000, base: Self.bBase)],
+                               configuration: configuration)
+        h.service.enqueue([Track(url: "a"), Track(url: "b")])
+        try h.service.jump(to: 0)
+        try h.service.play()
+        let step = 48_000.0 / 44_100  // b's frames per frame heard
+        // "a" alone to its fade, bit-exact; the fade is 24,000 frames at 48 kHz, 22,050 heard.
+        var heard = h.listen(frames: 66_150)
+        #expect(heard.enumerated().allSatisfy { Float($0.offset) == $0.element })
+        heard += h.listen(frames: 11_025 - 441)
+        #expect(h.service.currentIndex == 0)
+        heard += h.listen(frames: 2 * 441)
+        #expect(h.service.currentIndex == 1)
+        // b's position: its frames under the heard ones (12,000 at the middle).
+        let expected = (Double(11_025 + 441) * step).rounded(.up) / 48_000
+        #expect(abs(h.service.currentTime() - expected) <= 1 / 48_000, "position \(h.service.currentTime()) s, not \(expected) s")
+        heard += h.listen(frames: 200_000)
+        // Every frame of both, less the overlap: 66,150 + 96,000 frames of b at 44.1 kHz.
+        #expect(heard.count == 66_150 + 88_200)
+        #expect(h.service.state == .stopped)
+        // The fade and b, converted: heard frame n is b's frame n·step (a ramp
+        // converts to a ramp), a under it at its own rate, equal-power.
+        var worst = 0.0
+        for n in 0..<(88_200 - FadeResampler.halfTaps) {
+            let k = Double(n) * step
+            let t = min(k / 24_000, 1)
+            let want = (66_150 + k * 44_100 / 48_000) * cos(.pi / 2 * t) + (Double(Self.bBase) + k) * sin(.pi / 2 * t)
+            worst = max(worst, abs(Double(heard[66_150 + n]) - want))
+        }
+        #expect(worst < 1, "the converted fade and b are \(worst) off")
+        #expect(h.decoder.openSessionCount == 0)
+        if ProcessInfo.processInfo.environment["HARMONIA_CROSSFADE_FIGURES"] != nil {
+            print("null output 44.1 -> 48 kHz: the converted fade and b at most \(worst) off (values up to 1.1e6)")
+        }
+    }
+
+    @Test("on the null output after a fade into 48 kHz: a seek in the converted track lands on its frame; a fade back into 44.1 kHz ends the conversion, bit-exact from its end")
+    func convertedUntilAFadeBack() throws {
+        var configuration = PlaybackConfiguration()
+        configuration.crossfade = try CrossfadeSettings(seconds: 0.5)
+        configuration.decodeAhead = 0.5
+        let cBase: Float = 2_000_000
+        // b is 2.5 s long, so its fade into c has not begun at the seek (it
+        // begins as the decoder reaches b's last 0.5 s): b's rate is still the one written.
+        let h = ServiceHarness(["a": .init(frames: 88_200), "b": .init(frames: 120_000, sampleRate: 48_000, base: Self.bBase),
+                                "c": .init(frames: 88_200, base: cBase)], configuration: configuration)
+        h.service.enqueue([Track(url: "a"), Track(url: "b"), Track(url: "c")])
+        try h.service.jump(to: 0)
+        try h.service.play()
+        h.listen(frames: 66_150 + 22_050 + 4410)
+        #expect(h.service.currentIndex == 1)
+        // A seek in b (converted): heard from b's frame 48,000 on, each frame b's frame n·step.
+        try h.service.seek(to: 1.0)
+        #expect(abs(h.service.currentTime() - 1.0) < 1e-9)
+        let step = 48_000.0 / 44_100
+        let sought = h.listen(frames: 4410)
+        let seekError = sought.enumerated().map { abs(Double($0.element) - (Double(Self.bBase) + 48_000 + Double($0.offset) * step)) }.max() ?? .infinity
+        #expect(seekError < 1, "after the seek, \(seekError) off b's frames")
+        #expect(abs(h.service.currentTime() - (1.0 + 4410.0 / 44_100)) <= 1 / 48_000, "position \(h.service.currentTime())")
+        // b's rest, the fade into c (the stream's rate again), then c alone: bit-exact.
+        let rest = h.listen(frames: 300_000)
+        #expect(h.service.state == .stopped)
+        let cAlone = 88_200 - 22_050
+        #expect(rest.count >= cAlone)
+        #expect(rest.suffix(cAlone).enumerated().allSatisfy { cBase + Float(22_050 + $0.offset) == $0.element },
+                "c after its fade is not c's frames, bit-exact")
+        // b from the seek to its fade (0.5 s before its end) converted, the fade (0.5 s of c), c alone.
+        #expect(rest.count == Int(((96_000.0 - 48_000) / step).rounded(.up)) - 4410 + 22_050 + cAlone)
         #expect(h.decoder.openSessionCount == 0)
     }
 }

@@ -288,11 +288,17 @@ import Testing
 }
 
 /// A null output that continues in a new rate with the same channel count
-/// (as an output converting to its own format does), recording its format calls.
+/// (as an output converting to its own format does), recording its format
+/// calls; or, with `continues` false, one that never does, not even for a
+/// fade (as an output whose stream has the track's format).
 final class FormatContinuingOutput: AudioOutputPort, @unchecked Sendable {
     let base: NullAudioOutput
+    let continues: Bool
     private let recorded = LockedValue<[String]>([])
-    init(_ base: NullAudioOutput) { self.base = base }
+    init(_ base: NullAudioOutput, continues: Bool = true) {
+        self.base = base
+        self.continues = continues
+    }
     var calls: [String] { recorded.withLock { $0 } }
 
     func configure(sampleRate: Double, channels: Int) throws(CoreError) {
@@ -300,7 +306,7 @@ final class FormatContinuingOutput: AudioOutputPort, @unchecked Sendable {
         try base.configure(sampleRate: sampleRate, channels: channels)
     }
     func continueInFormat(sampleRate: Double, channels: Int) throws(CoreError) -> Bool {
-        guard channels == base.format?.channels else { return false }
+        guard continues, channels == base.format?.channels else { return false }
         recorded.withLock { $0.append("continue \(sampleRate)") }
         return true
     }

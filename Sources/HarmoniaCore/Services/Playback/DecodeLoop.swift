@@ -126,7 +126,12 @@ extension DefaultPlaybackService {
             writePending()
             if pending != nil { return wait }
         }
-        if awaitingFormat != nil || endOfData || rangeEndReached { return wait }
+        if awaitingFormat != nil || endOfData || rangeEndReached {
+            // Nothing more to write in this format: an output converting
+            // after a rate-changing fade writes its look-ahead out.
+            output.releaseHeldFrames()
+            return wait
+        }
         if current.exhausted {
             // The next open may be slow (a network source): only the decode
             // thread opens, with the engine released; a prefill stops here.
@@ -337,7 +342,7 @@ extension DefaultPlaybackService {
                 let format = AudioFormat(next.info)
                 if fading {
                     // Across a rate change only when the output continues in the new one.
-                    if format == outputFormat || continuesOutput(in: format, for: next) {
+                    if format == outputFormat || continuesOutput(in: format, for: next, fading: true) {
                         decoding = next
                         beginFade(from: current, into: next)
                     } else {
@@ -370,12 +375,17 @@ extension DefaultPlaybackService {
 
 extension DefaultPlaybackService {
     /// Whether the output takes `format` after what it holds, with no break
-    /// (`AudioOutputPort.continueInFormat`); then it is the output's format
-    /// for what is written next. A refusal by error is reported against the
+    /// (`AudioOutputPort.continueInFormat`, or `continueInFormatForFade`
+    /// for a fade: only a fade may make an output convert, so a join
+    /// without one stays bit-exact); then it is the output's format for
+    /// what is written next. A refusal by error is reported against the
     /// track, which then waits for the drain like any format change. Engine held.
-    func continuesOutput(in format: AudioFormat, for next: OpenTrack) -> Bool {
+    func continuesOutput(in format: AudioFormat, for next: OpenTrack, fading: Bool = false) -> Bool {
         do throws(CoreError) {
-            guard try output.continueInFormat(sampleRate: format.sampleRate, channels: format.channels) else { return false }
+            let continues = fading
+                ? try output.continueInFormatForFade(sampleRate: format.sampleRate, channels: format.channels)
+                : try output.continueInFormat(sampleRate: format.sampleRate, channels: format.channels)
+            guard continues else { return false }
         } catch {
             hub.emit(.error(error, url: next.track.url))
             return false
