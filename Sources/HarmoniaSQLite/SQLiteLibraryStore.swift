@@ -18,6 +18,9 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
     // Guarded by `writerLock`: the writer connection (nil once closed), whether a batch is open.
     private var writer: SQLiteConnection?
     private var batchOpen = false
+    /// A first scan dropped the deferred indexes (SQLiteLibrarySchema.deferredIndexes):
+    /// built at `markUpdateComplete`, at `close`, or when the database is next opened.
+    private var indexesDeferred = false
     /// The folders whose songs the open transaction wrote, ranked before it commits.
     private var ranks = SQLiteFolderRanks()
 
@@ -39,7 +42,10 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
             // A scan's batches grow the WAL; past a checkpoint it is cut back to this.
             try writer.execute("PRAGMA journal_size_limit = \(Self.walSizeLimit)")
             try SQLiteLibrarySchema.migrate(writer)
-            try writer.transaction { db in try SQLiteFolderRanks.rankUnranked(db) }
+            try writer.transaction { db in
+                try SQLiteFolderRanks.rankUnranked(db)
+                try SQLiteLibrarySchema.buildDeferredIndexes(db)  // a first scan stopped before its end
+            }
             let reader = try SQLiteConnection(file: file, readOnly: false)
             try reader.execute("PRAGMA query_only = ON")
             self.writer = writer
@@ -152,6 +158,7 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
             guard !self.batchOpen else { throw CoreError.invalidState("a library update batch is already open") }
             try db.execute("BEGIN IMMEDIATE")
             self.batchOpen = true
+            if try SQLiteLibrarySchema.deferIndexesIfEmpty(db) { self.indexesDeferred = true }
         }
     }
 
@@ -253,6 +260,12 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
                 ON CONFLICT(key) DO UPDATE SET value = excluded.value
                 """).run([.integer(time)])
         }
+        try write(inBatch: false) { db in
+            // A first scan's deferred indexes, built once its songs are in.
+            guard !self.batchOpen, self.indexesDeferred else { return }
+            try db.transaction { db in try SQLiteLibrarySchema.buildDeferredIndexes(db) }
+            self.indexesDeferred = false
+        }
         writerLock.withLock {
             guard !batchOpen, let writer else { return }
             try? writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -266,6 +279,7 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
         writerLock.withLock {
             if batchOpen { try? writer?.execute("ROLLBACK") }
             batchOpen = false
+            if indexesDeferred { try? writer?.transaction { db in try SQLiteLibrarySchema.buildDeferredIndexes(db) } }
             writer?.close()
             writer = nil
         }

@@ -308,6 +308,67 @@ extension SQLiteLibraryStoreTests {
     }
 }
 
+extension SQLiteLibraryStoreTests {
+    /// The SQL of every index on `song`, by name, as `sqlite_master` holds it.
+    static func songIndexes(_ file: String) throws -> [String: String] {
+        let db = try SQLiteConnection(file: file, readOnly: true)
+        defer { db.close() }
+        let rows = try db.prepare("SELECT name, coalesce(sql, '') FROM sqlite_master WHERE type = 'index' AND tbl_name = 'song'")
+        var found: [String: String] = [:]
+        while try rows.step() { found[rows.text(0)!] = rows.text(1)! }
+        return found
+    }
+
+    @Test func aFirstScanBuildsTheTagIndexesAtItsEndOrOnTheNextOpen() throws {
+        let folder = try TemporaryFolder("sqlite")
+        defer { folder.remove() }
+        let file = folder.path + "/library.db"
+        let fresh = try Self.songIndexes(file + ".fresh", creating: true)
+        let deferred = Set(SQLiteLibrarySchema.deferredIndexes.map(\.name))
+        #expect(deferred.isSubset(of: Set(fresh.keys)), "the deferred indexes are the schema's")
+
+        // A first batch into an empty library drops them; the scan's end builds them again, as the schema has them.
+        let store = try SQLiteLibraryStore(file: file)
+        try store.add([SampleLibrary.song("A/1.flac", [.artist: "B", .album: "C"])])
+        #expect(Set(try Self.songIndexes(file).keys).isDisjoint(with: deferred), "dropped during a first scan")
+        let songs = try store.songs(matching: .tag(.artist, TagMatch(.equals, "B", foldCase: false)))
+        #expect(songs.map(\.path) == ["A/1.flac"], "answers stay right without them")
+        try store.markUpdateComplete(at: 1)
+        #expect(try Self.songIndexes(file) == fresh, "built at the scan's end, the same SQL")
+        // A later batch, into a library that has songs, keeps them.
+        try store.add([SampleLibrary.song("A/2.flac", [.artist: "D"])])
+        #expect(try Self.songIndexes(file) == fresh)
+        store.close()
+
+        // A first scan stopped before its end (killed: the store never closed): built when the database is next opened.
+        let file2 = folder.path + "/killed.db"
+        let killed = try SQLiteLibraryStore(file: file2)
+        try killed.add([SampleLibrary.song("A/1.flac", [.artist: "B"])])
+        #expect(Set(try Self.songIndexes(file2).keys).isDisjoint(with: deferred))
+        let reopened = try SQLiteLibraryStore(file: file2)
+        #expect(try Self.songIndexes(file2) == fresh, "built on opening")
+        reopened.close()
+        _ = killed  // never closed, as a killed process leaves it
+
+        // A rolled-back first batch leaves them as they were.
+        let file3 = folder.path + "/rollback.db"
+        let rolled = try SQLiteLibraryStore(file: file3)
+        defer { rolled.close() }
+        try rolled.beginUpdate()
+        try rolled.upsertDirectory(LibraryDirectory(path: "A", modified: 1))
+        try rolled.upsertSong(SampleLibrary.song("A/1.flac", [.artist: "B"]))
+        rolled.rollbackUpdate()
+        #expect(try Self.songIndexes(file3) == fresh)
+    }
+
+    /// `songIndexes(_:)` of a new database made at `file`.
+    static func songIndexes(_ file: String, creating: Bool) throws -> [String: String] {
+        let store = try SQLiteLibraryStore(file: file)
+        store.close()
+        return try songIndexes(file)
+    }
+}
+
 extension Thread {
     /// Runs `body` on a new thread and waits for its result.
     static func runAndWait<T: Sendable>(_ body: @escaping @Sendable () throws -> T) throws -> T {
