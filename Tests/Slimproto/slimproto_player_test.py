@@ -481,13 +481,16 @@ class Heartbeats:
         jiffies, elapsed = await self.ask()
         return elapsed - ((jiffies - start) & 0xFFFFFFFF)
 
-    async def converge(self, start, target, what, polls=200):
+    async def converge(self, start, target, what, polls=200, seen=None):
         """Asks every 50 ms until five offsets in a row (elapsed minus the
         time since `start`, in ms) are within 2 ms of `target` (a correction
-        is heard after what the sound server holds); bounded."""
+        is heard after what the sound server holds); bounded. Every offset
+        read is appended to `seen`, when given."""
         recent = []
         for _ in range(polls):
             recent = (recent + [await self.offset(start)])[-5:]
+            if seen is not None:
+                seen.append(recent[-1])
             if len(recent) == 5 and all(abs(value - target) <= 2 for value in recent):
                 return recent
             await asyncio.sleep(0.05)  # the pace of the questions, not a wait for a result
@@ -523,8 +526,15 @@ async def sync_main(binary):
         await player.unpause_at(start)
         await wait_for(lambda: stats.count("STMs received") >= 1, "STMs")
         first = await beats.offset(start)
-        settled = await beats.converge(start, 0, "the start")
+        seen = [first]
+        settled = await beats.converge(start, 0, "the start", seen=seen)
         check(True, f"unpause at jiffies T: heard {first} ms from T at first, then lined up by exact skips: {settled} ms")
+        # Late by the sink's start latency, the start is only skipped
+        # forward: the heard position never stands still while the clock
+        # runs (it did for 290-490 ms when it came from libpulse's
+        # interpolation, which ran before the sink took the stream).
+        falls = [later - earlier for earlier, later in zip(seen, seen[1:]) if later < earlier - 5]
+        check(not falls, f"from the first frame until lined up, the offset never fell back (offsets {seen[:3]}…{seen[-3:]}, falls {falls})")
         await player.pause_for(300)
         held = await beats.converge(start, -300, "pause-for 300 ms")
         check(True, f"pause-for 300 ms: the heard position moved to {held} ms from T")
