@@ -547,6 +547,19 @@ async def sync_main(binary):
         await tear_down([proc], server, http_server, work)
 
 
+def first_sounds(recording):
+    """The first frame above -54 dBFS on each channel of a float32 stereo
+    recording, or None while either has none."""
+    if not os.path.exists(recording):
+        return None
+    with open(recording, "rb") as f:
+        data = f.read()
+    count = len(data) // 8
+    samples = struct.unpack(f"<{count * 2}f", data[:count * 8])
+    found = [next((i for i in range(channel, len(samples), 2) if abs(samples[i]) > 0.002), None) for channel in (0, 1)]
+    return None if None in found else [i // 2 for i in found]
+
+
 def member_command(kind, binary, port, mac):
     if kind == "ours":
         return [binary, "slimproto", "--server", f"127.0.0.1:{port}", "--mac", mac, "--output", "pulse", "--quiet"]
@@ -605,18 +618,8 @@ async def group_offset(binary, members=("ours", "squeezelite"), burst_at=3.0):
         for player, start in zip(players, starts):
             await player.unpause_at(start)
 
-        def onsets():
-            if not os.path.exists(recording):
-                return None
-            with open(recording, "rb") as f:
-                data = f.read()
-            count = len(data) // 8
-            samples = struct.unpack(f"<{count * 2}f", data[:count * 8])
-            found = [next((i for i in range(channel, len(samples), 2) if abs(samples[i]) > 0.002), None) for channel in (0, 1)]
-            return None if None in found else [i // 2 for i in found]
-
-        await wait_for(lambda: onsets() is not None, "both bursts in the recording", timeout=burst_at + 20)
-        left, right = onsets()
+        await wait_for(lambda: first_sounds(recording) is not None, "both bursts in the recording", timeout=burst_at + 20)
+        left, right = first_sounds(recording)
         return (left - right) / 48
     finally:
         await tear_down(procs + ([recorder] if recorder else []), server, http_server, work)

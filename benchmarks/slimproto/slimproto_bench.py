@@ -20,7 +20,6 @@ import asyncio
 import json
 import os
 import statistics
-import struct
 import subprocess
 import sys
 import tempfile
@@ -28,43 +27,14 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "Tests", "Slimproto"))
-from slimproto_player_test import group_offset, member_command, new_server, free_port, start_http, tear_down, wait_for  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+from slimproto_player_test import (first_sounds, group_offset, member_command, new_server, free_port,  # noqa: E402
+                                   start_http, tear_down, wait_for)
+from process_usage import cpu_seconds, memory_kib  # noqa: E402
 
 # Steady playback measured for this long, after this long from the later first sound.
 STEADY_SECONDS = 20.0
 SETTLE_SECONDS = 5.0
-TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid):
-    """utime + stime of a process, in seconds (/proc/PID/stat fields 14 and 15)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
-
-
-def resident_kib(pid):
-    """VmRSS and VmHWM (peak) of a process, in KiB."""
-    values = {}
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            key, _, rest = line.partition(":")
-            if key in ("VmRSS", "VmHWM"):
-                values[key] = int(rest.split()[0])
-    return values["VmRSS"], values["VmHWM"]
-
-
-def first_sounds(recording):
-    """The first frame above -54 dBFS on each channel of a float32 stereo
-    recording, or None while either has none."""
-    if not os.path.exists(recording):
-        return None
-    with open(recording, "rb") as f:
-        data = f.read()
-    count = len(data) // 8
-    samples = struct.unpack(f"<{count * 2}f", data[:count * 8])
-    found = [next((i for i in range(channel, len(samples), 2) if abs(samples[i]) > 0.002), None) for channel in (0, 1)]
-    return None if None in found else [i // 2 for i in found]
 
 
 async def start_and_footprint(binary, ours_first):
@@ -116,7 +86,7 @@ async def start_and_footprint(binary, ours_first):
         spent = time.monotonic() - began
         footprint = {}
         for kind, proc in procs.items():
-            rss, peak = resident_kib(proc.pid)
+            peak, rss = memory_kib(proc.pid)
             footprint[kind] = ((cpu_seconds(proc.pid) - before[kind]) / spent * 100, rss / 1024, peak / 1024)
         return start_difference, footprint
     finally:
