@@ -560,6 +560,24 @@ def first_sounds(recording):
     return None if None in found else [i // 2 for i in found]
 
 
+def burst_starts(recording, quiet_frames):
+    """Per channel of a float32 stereo recording, the frames where a burst
+    begins: above -54 dBFS after at least `quiet_frames` below."""
+    with open(recording, "rb") as f:
+        data = f.read()
+    count = len(data) // 8
+    samples = struct.unpack(f"<{count * 2}f", data[:count * 8])
+    starts = ([], [])
+    for channel in (0, 1):
+        last_loud = -quiet_frames - 1
+        for frame in range(count):
+            if abs(samples[frame * 2 + channel]) > 0.002:
+                if frame - last_loud > quiet_frames:
+                    starts[channel].append(frame)
+                last_loud = frame
+    return starts
+
+
 def member_command(kind, binary, port, mac):
     if kind == "ours":
         return [binary, "slimproto", "--server", f"127.0.0.1:{port}", "--mac", mac, "--output", "pulse", "--quiet"]
@@ -574,11 +592,19 @@ async def group_offset(binary, members=("ours", "squeezelite"), burst_at=3.0):
     the right, `burst_at` seconds in, both into the one null sink, whose
     monitor is recorded. Returns the milliseconds by which the first
     member's burst came after the second's."""
+    return (await group_offsets(binary, members, burst_at))[0]
+
+
+async def group_offsets(binary, members=("ours", "squeezelite"), burst_at=3.0, bursts=1, every=10.0):
+    """`group_offset` with `bursts` bursts, `every` seconds apart from
+    `burst_at` on: the offset at each (a group's drift over a minute)."""
     pulse_server = os.environ.get("PULSE_SERVER") or f"unix:{os.environ['HARMONIA_PULSE_DIR']}/native"
     work = tempfile.mkdtemp(prefix="harmonia-slimproto-group-")
-    burst = f"if(between(t,{burst_at},{burst_at + 0.5}),0.5*sin(2*PI*1000*t),0)"
+    burst = "+".join(f"if(between(t,{burst_at + n * every},{burst_at + n * every + 0.5}),0.5*sin(2*PI*1000*t),0)"
+                     for n in range(bursts))
+    length = burst_at + (bursts - 1) * every + 1
     for name, channels in (("left", f"{burst}|0"), ("right", f"0|{burst}")):
-        subprocess.run(["ffmpeg", "-v", "error", "-f", "lavfi", "-i", f"aevalsrc='{channels}':s=48000:d={burst_at + 1}",
+        subprocess.run(["ffmpeg", "-v", "error", "-f", "lavfi", "-i", f"aevalsrc='{channels}':s=48000:d={length}",
                         os.path.join(work, f"{name}.flac")], check=True)
     http_server = start_http(work)
     base = f"http://127.0.0.1:{http_server.server_address[1]}"
@@ -618,9 +644,15 @@ async def group_offset(binary, members=("ours", "squeezelite"), burst_at=3.0):
         for player, start in zip(players, starts):
             await player.unpause_at(start)
 
-        await wait_for(lambda: first_sounds(recording) is not None, "both bursts in the recording", timeout=burst_at + 20)
-        left, right = first_sounds(recording)
-        return (left - right) / 48
+        if bursts == 1:
+            await wait_for(lambda: first_sounds(recording) is not None, "both bursts in the recording", timeout=burst_at + 20)
+            left, right = first_sounds(recording)
+            return [(left - right) / 48]
+        # The last burst's end recorded (48,000 frames of 8 bytes a second), with 2 s to spare.
+        await wait_for(lambda: os.path.exists(recording) and os.path.getsize(recording) >= (length + 2) * 48000 * 8,
+                       "the whole track recorded", timeout=length + 20)
+        left, right = burst_starts(recording, quiet_frames=48000 // 4)
+        return [(l - r) / 48 for l, r in zip(left, right)]
     finally:
         await tear_down(procs + ([recorder] if recorder else []), server, http_server, work)
 

@@ -7,6 +7,8 @@
   in its own jiffies); read from a recording of the sink's monitor
   (Tests/Slimproto/slimproto_player_test.py group_offset: the first member's
   burst on the left channel, the second's on the right, 3 s in);
+- over a minute: the same group, once per pair, with a burst every 10 s
+  from 3 s to 63 s: the offset at each, and how far it moved;
 - start and footprint: both players connected at once, each sent `strm s`
   with autostart (aioslimproto's play_url) at the same moment, ours a
   track with sound from its first frame on the left channel, squeezelite the
@@ -28,9 +30,12 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "Tests", "Slimproto"))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
-from slimproto_player_test import (first_sounds, group_offset, member_command, new_server, free_port,  # noqa: E402
-                                   start_http, tear_down, wait_for)
+from slimproto_player_test import (first_sounds, group_offset, group_offsets, member_command, new_server,  # noqa: E402
+                                   free_port, start_http, tear_down, wait_for)
 from process_usage import cpu_seconds, memory_kib  # noqa: E402
+
+# Bursts over a minute: at 3 s, then every 10 s.
+MINUTE_BURSTS = 7
 
 # Steady playback measured for this long, after this long from the later first sound.
 STEADY_SECONDS = 20.0
@@ -97,7 +102,12 @@ PAIRS = (("ours", "ours"), ("ours", "squeezelite"), ("squeezelite", "squeezelite
 
 async def measure(binary, runs, parts):
     offsets = {pair: [] for pair in PAIRS}
-    starts, footprints = [], []
+    starts, footprints, minute = [], [], {}
+    for pair in PAIRS if "minute" in parts else ():
+        try:
+            minute[pair] = await group_offsets(binary, pair, bursts=MINUTE_BURSTS)
+        except Exception as error:
+            print(f"slimproto_bench: {'+'.join(pair)} over a minute: {error}", file=sys.stderr)
     for run in range(runs):
         for pair in PAIRS if "sync" in parts else ():
             try:
@@ -111,7 +121,7 @@ async def measure(binary, runs, parts):
                 footprints.append(footprint)
             except Exception as error:
                 print(f"slimproto_bench: start and footprint: {error}", file=sys.stderr)
-    return offsets, starts, footprints
+    return offsets, starts, footprints, minute
 
 
 def main():
@@ -119,9 +129,9 @@ def main():
     parser.add_argument("--ours", required=True)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--out", required=True)
-    parser.add_argument("--parts", default="sync,footprint", help="sync, footprint or both (comma-separated)")
+    parser.add_argument("--parts", default="sync,minute,footprint", help="sync, minute, footprint (comma-separated)")
     args = parser.parse_args()
-    offsets, starts, footprints = asyncio.run(measure(args.ours, args.runs, args.parts.split(",")))
+    offsets, starts, footprints, minute = asyncio.run(measure(args.ours, args.runs, args.parts.split(",")))
     rows, medians = [], {}
     for pair, values in offsets.items():
         spread = [abs(v) for v in values]
@@ -134,6 +144,11 @@ def main():
         headline = [{"label": "slimproto group: start offset between two members, ours+ours vs squeezelite+squeezelite",
                      "ratio": ours / peer, "target": 1.0, "lower_is_better": True}]
     summary = {}
+    for pair, values in minute.items():
+        drift = max(values) - min(values) if values else None
+        summary[f"minute_drift_ms_{'+'.join(pair)}"] = drift
+        rows.append([f"{'+'.join(pair)} over a minute: offset moved by (ms)", len(values), drift, max(values, key=abs) if values else None,
+                     ", ".join(f"{v:+.1f}" for v in values)])
     if starts:
         summary["first_sound_ours_minus_squeezelite_ms"] = statistics.median(starts)
         rows.append(["first sound after strm s: ours minus squeezelite (ms)", len(starts), statistics.median(starts),
@@ -153,6 +168,8 @@ def main():
                      "then `strm u` at one moment in each player's own jiffies); both play into one PulseAudio null sink, whose "
                      "monitor parec records; the first member's burst is on the left channel, the second's on the right, 3 s "
                      "into the track; the offset is the distance between the two onsets. Pairs alternate; median of |offset|. "
+                     f"Over a minute: once per pair, {MINUTE_BURSTS} bursts 10 s apart from 3 s; the offset at each, and "
+                     "the most it moved (largest minus smallest). "
                      "First sound, CPU, RSS: both players connected to one server, each sent `strm s` with autostart "
                      "(aioslimproto's play_url: threshold 200 KB, output threshold 2 s) at the same moment, the order "
                      "alternating; ours' track on the left channel, squeezelite's on the right, sound from the first frame; "
