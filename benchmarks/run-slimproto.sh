@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# Squeezebox player (issue 40): the offset between two members of a slimproto
-# group, ours+ours, ours+squeezelite and squeezelite+squeezelite (Debian's
-# squeezelite-pa), driven by aioslimproto on one PulseAudio null sink
-# (benchmarks/slimproto/slimproto_bench.py) -> benchmarks/results/slimproto.json.
+# Squeezebox player (issue 40) beside squeezelite (Debian's squeezelite-pa),
+# driven by aioslimproto on one PulseAudio null sink
+# (benchmarks/slimproto/slimproto_bench.py) -> benchmarks/results/slimproto.json:
+# the offset between two members of a group (ours+ours, ours+squeezelite,
+# squeezelite+squeezelite) at the start and over a minute (a burst every
+# 10 s), the first sound after `strm s` with autostart
+# (ours minus squeezelite's, sent at one moment), and each player's steady
+# CPU and resident memory while playing (ratios from the same run).
 # Env: RUNS (5).
 set -euo pipefail
 cd "$(dirname "$0")/.."

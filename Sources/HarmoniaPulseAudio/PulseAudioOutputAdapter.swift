@@ -97,6 +97,10 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
     var graphCycle = GraphCycleEstimator()
     /// The read index between timing updates, on PipeWire (`ReadIndexLine`).
     var readIndexLine = ReadIndexLine()
+    /// The play position from the last timing report, on PulseAudio
+    /// (`TimingReportPosition`): only reports taken after the last cork,
+    /// uncork or flush completed.
+    var reportPosition = TimingReportPosition()
     /// Buffer attributes the server granted (bytes), for tests and logs.
     var grantedTargetLength: UInt32 = 0
 
@@ -377,9 +381,18 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
 
     func setPlaying(_ playing: Bool) {
         guard let rt, let stream else { return }
+        // PulseAudio: what was heard up to the cork, from the report before it.
+        if !playing && !serverIsPipeWire { updatePosition() }
         rt.playing = playing
         readIndexLine.reset()  // the index stops, or starts again, now
         wait(for: pa_stream_cork(stream, playing ? 0 : 1, operationDone, Unmanaged.passUnretained(self).toOpaque()))
+        // PulseAudio: the position is carried from reports taken after the
+        // cork or uncork; ask for one now rather than at the timer's next
+        // tick (up to 100 ms). It says when the sink takes the stream.
+        if !serverIsPipeWire {
+            reportPosition.reset()
+            if let operation = pa_stream_update_timing_info(stream, nil, nil) { pa_operation_unref(operation) }
+        }
         quickenTimingTimer()
     }
 
@@ -399,6 +412,7 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
         // after the flush, and one round trip covers both requests.
         graphCycle.rebase()
         readIndexLine.reset()
+        reportPosition.reset()
         let flushing = pa_stream_flush(stream, operationDone, Unmanaged.passUnretained(self).toOpaque())
         wait(for: pa_stream_update_timing_info(stream, operationDone, Unmanaged.passUnretained(self).toOpaque()))
         wait(for: flushing)
@@ -429,6 +443,11 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
         guard let stream, let rt, !serverLost else { return }
         let played: Int64
         if serverIsPipeWire, started, !paused, let frames = pipeWireReadIndexNow(stream) {
+            played = frames
+        } else if !serverIsPipeWire {
+            // PulseAudio: from its own last report (`TimingReportPosition`), not
+            // libpulse's interpolation, which runs before the sink takes the stream.
+            guard let frames = reportPosition.frames(at: Int64(pa_rtclock_now()), rate: sampleRate, runs: started && !paused && rt.playing) else { return }
             played = frames
         } else {
             var microseconds: pa_usec_t = 0
@@ -464,6 +483,27 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
                 let stamp = timing.pointee.timestamp
                 readIndexLine.observe(readIndexFrames: index, at: Int64(stamp.tv_sec) &* 1_000_000 &+ Int64(stamp.tv_usec),
                                       rate: sampleRate)
+            } else if timing.pointee.write_index_corrupt == 0 {
+                // Current when the server answered: its own time stamp, on a
+                // clock shared with ours (a local server), is how long ago;
+                // else the transport delay libpulse measured. Not our receipt
+                // time: a late main loop made one report 2.8 ms behind.
+                let frameBytes = Int64(max(channels * 4, 1))
+                let now = Int64(pa_rtclock_now())
+                var age = Int64(min(timing.pointee.transport_usec, 1_000_000))
+                if timing.pointee.synchronized_clocks != 0 {
+                    var wall = timeval()
+                    gettimeofday(&wall, nil)
+                    let stamp = timing.pointee.timestamp
+                    let (difference, overflow) = (Int64(wall.tv_sec) &* 1_000_000 &+ Int64(wall.tv_usec))
+                        .subtractingReportingOverflow(Int64(stamp.tv_sec) &* 1_000_000 &+ Int64(stamp.tv_usec))
+                    if !overflow { age = min(max(difference, 0), 1_000_000) }
+                }
+                let sent = now - age
+                let prebuffer = pa_stream_get_buffer_attr(stream).map { Int64($0.pointee.prebuf) / frameBytes } ?? 0
+                reportPosition.observe(readIndexFrames: index, writeIndexFrames: timing.pointee.write_index / frameBytes,
+                                       sinkMicroseconds: timing.pointee.sink_usec, playing: timing.pointee.playing != 0,
+                                       prebufferFrames: prebuffer, at: sent, rate: sampleRate)
             }
         }
         updatePosition()

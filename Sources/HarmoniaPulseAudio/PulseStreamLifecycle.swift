@@ -152,6 +152,7 @@ extension PulseAudioOutputAdapter {
         if volumeRestoreSeen { applyServerVolume(waiting: true) }
         graphCycle.reset()
         readIndexLine.reset()
+        reportPosition.reset()
         startTimingTimer()
         let tile = pa_context_get_tile_size(context, &spec)
         if tile > 0 { rt.maxChunkFrames = max(1, tile / (channels * 4)) }

@@ -324,3 +324,59 @@ struct ReadIndexLineTests {
         #expect(l.frames(at: 1, rate: 0) == nil)
     }
 }
+
+@Suite("PulseAudioOutputAdapter: PulseAudio's position from its timing reports")
+struct TimingReportPositionTests {
+    let rate = 48_000.0
+
+    @Test("a stream the sink has not taken yet (the null sink renders ahead): held until the sink's latency has passed, then moving")
+    func waitsForTheSink() throws {
+        // As measured on the tests' null sink 102 ms after an uncork: read
+        // index 0, the sink 419.5 ms ahead, not playing, 38,587 frames queued.
+        var p = TimingReportPosition()
+        p.observe(readIndexFrames: 0, writeIndexFrames: 38_587, sinkMicroseconds: 419_500, playing: false,
+                  prebufferFrames: 24_000, at: 1_000_000, rate: rate)
+        #expect(p.frames(at: 1_000_000, rate: rate, runs: true) == 0)
+        #expect(p.frames(at: 1_419_000, rate: rate, runs: true) == 0, "nothing heard before the sink takes the stream")
+        #expect(p.frames(at: 1_429_500, rate: rate, runs: true) == 480, "then moving in real time: 10 ms later, 480 frames")
+        #expect(p.frames(at: 1_429_500, rate: rate, runs: false) == 0, "corked: not carried")
+    }
+
+    @Test("playing: the read index less the sink's latency, carried in real time for at most 2 s")
+    func carriesAPlayingReport() throws {
+        var p = TimingReportPosition()
+        p.observe(readIndexFrames: 96_000, writeIndexFrames: 110_000, sinkMicroseconds: 16_000, playing: true,
+                  prebufferFrames: 24_000, at: 5_000_000, rate: rate)
+        // 16 ms of sink latency is 768 frames: 96,000 − 768 = 95,232.
+        #expect(p.frames(at: 5_000_000, rate: rate, runs: true) == Int64(95_232))
+        #expect(p.frames(at: 5_500_000, rate: rate, runs: true) == Int64(119_232), "500 ms later, 24,000 frames on")
+        #expect(p.frames(at: 60_000_000, rate: rate, runs: true) == Int64(191_232), "a report that stopped coming: 2 s at most")
+        #expect(p.frames(at: 4_000_000, rate: rate, runs: true) == Int64(95_232), "a clock that went back: the report's own")
+    }
+
+    @Test("not playing and short of the pre-buffer (prefilling, an underrun, after a flush): held")
+    func holdsAStarvedStream() throws {
+        var p = TimingReportPosition()
+        #expect(p.frames(at: 0, rate: rate, runs: true) == nil, "nil before a report")
+        p.observe(readIndexFrames: 50_000, writeIndexFrames: 50_000, sinkMicroseconds: 20_000, playing: false,
+                  prebufferFrames: 24_000, at: 1_000_000, rate: rate)
+        #expect(p.frames(at: 1_900_000, rate: rate, runs: true) == 49_040)
+        p.reset()
+        #expect(p.frames(at: 1_900_000, rate: rate, runs: true) == nil)
+    }
+
+    @Test("hostile reports: negative, huge, a zero or NaN rate — no trap, the report forgotten")
+    func hostile() {
+        var p = TimingReportPosition()
+        for (index, time) in [(Int64.max, Int64.max), (-1, 5), (5, -1), (Int64.max, 0), (0, Int64.max), (Int64.min, Int64.min)] {
+            p.observe(readIndexFrames: index, writeIndexFrames: index, sinkMicroseconds: .max, playing: true,
+                      prebufferFrames: .max, at: time, rate: rate)
+            _ = p.frames(at: .max, rate: rate, runs: true)
+            _ = p.frames(at: .min, rate: rate, runs: true)
+        }
+        p.observe(readIndexFrames: 1, writeIndexFrames: 1, sinkMicroseconds: 0, playing: true, prebufferFrames: 0, at: 1, rate: .nan)
+        #expect(p.frames(at: 1, rate: rate, runs: true) == nil)
+        p.observe(readIndexFrames: 1, writeIndexFrames: 1, sinkMicroseconds: 0, playing: true, prebufferFrames: 0, at: .max, rate: rate)
+        #expect(p.frames(at: .min, rate: rate, runs: true) == 1, "time that overflows: not carried")
+    }
+}

@@ -481,13 +481,16 @@ class Heartbeats:
         jiffies, elapsed = await self.ask()
         return elapsed - ((jiffies - start) & 0xFFFFFFFF)
 
-    async def converge(self, start, target, what, polls=200):
+    async def converge(self, start, target, what, polls=200, seen=None):
         """Asks every 50 ms until five offsets in a row (elapsed minus the
         time since `start`, in ms) are within 2 ms of `target` (a correction
-        is heard after what the sound server holds); bounded."""
+        is heard after what the sound server holds); bounded. Every offset
+        read is appended to `seen`, when given."""
         recent = []
         for _ in range(polls):
             recent = (recent + [await self.offset(start)])[-5:]
+            if seen is not None:
+                seen.append(recent[-1])
             if len(recent) == 5 and all(abs(value - target) <= 2 for value in recent):
                 return recent
             await asyncio.sleep(0.05)  # the pace of the questions, not a wait for a result
@@ -523,8 +526,15 @@ async def sync_main(binary):
         await player.unpause_at(start)
         await wait_for(lambda: stats.count("STMs received") >= 1, "STMs")
         first = await beats.offset(start)
-        settled = await beats.converge(start, 0, "the start")
+        seen = [first]
+        settled = await beats.converge(start, 0, "the start", seen=seen)
         check(True, f"unpause at jiffies T: heard {first} ms from T at first, then lined up by exact skips: {settled} ms")
+        # Late by the sink's start latency, the start is only skipped
+        # forward: the heard position never stands still while the clock
+        # runs (it did for 290-490 ms when it came from libpulse's
+        # interpolation, which ran before the sink took the stream).
+        falls = [later - earlier for earlier, later in zip(seen, seen[1:]) if later < earlier - 5]
+        check(not falls, f"from the first frame until lined up, the offset never fell back (offsets {seen[:3]}…{seen[-3:]}, falls {falls})")
         await player.pause_for(300)
         held = await beats.converge(start, -300, "pause-for 300 ms")
         check(True, f"pause-for 300 ms: the heard position moved to {held} ms from T")
@@ -535,6 +545,37 @@ async def sync_main(binary):
         await group_with_squeezelite(server, player, f"http://127.0.0.1:{http_server.server_address[1]}/tone.flac", env)
     finally:
         await tear_down([proc], server, http_server, work)
+
+
+def first_sounds(recording):
+    """The first frame above -54 dBFS on each channel of a float32 stereo
+    recording, or None while either has none."""
+    if not os.path.exists(recording):
+        return None
+    with open(recording, "rb") as f:
+        data = f.read()
+    count = len(data) // 8
+    samples = struct.unpack(f"<{count * 2}f", data[:count * 8])
+    found = [next((i for i in range(channel, len(samples), 2) if abs(samples[i]) > 0.002), None) for channel in (0, 1)]
+    return None if None in found else [i // 2 for i in found]
+
+
+def burst_starts(recording, quiet_frames):
+    """Per channel of a float32 stereo recording, the frames where a burst
+    begins: above -54 dBFS after at least `quiet_frames` below."""
+    with open(recording, "rb") as f:
+        data = f.read()
+    count = len(data) // 8
+    samples = struct.unpack(f"<{count * 2}f", data[:count * 8])
+    starts = ([], [])
+    for channel in (0, 1):
+        last_loud = -quiet_frames - 1
+        for frame in range(count):
+            if abs(samples[frame * 2 + channel]) > 0.002:
+                if frame - last_loud > quiet_frames:
+                    starts[channel].append(frame)
+                last_loud = frame
+    return starts
 
 
 def member_command(kind, binary, port, mac):
@@ -551,11 +592,19 @@ async def group_offset(binary, members=("ours", "squeezelite"), burst_at=3.0):
     the right, `burst_at` seconds in, both into the one null sink, whose
     monitor is recorded. Returns the milliseconds by which the first
     member's burst came after the second's."""
+    return (await group_offsets(binary, members, burst_at))[0]
+
+
+async def group_offsets(binary, members=("ours", "squeezelite"), burst_at=3.0, bursts=1, every=10.0):
+    """`group_offset` with `bursts` bursts, `every` seconds apart from
+    `burst_at` on: the offset at each (a group's drift over a minute)."""
     pulse_server = os.environ.get("PULSE_SERVER") or f"unix:{os.environ['HARMONIA_PULSE_DIR']}/native"
     work = tempfile.mkdtemp(prefix="harmonia-slimproto-group-")
-    burst = f"if(between(t,{burst_at},{burst_at + 0.5}),0.5*sin(2*PI*1000*t),0)"
+    burst = "+".join(f"if(between(t,{burst_at + n * every},{burst_at + n * every + 0.5}),0.5*sin(2*PI*1000*t),0)"
+                     for n in range(bursts))
+    length = burst_at + (bursts - 1) * every + 1
     for name, channels in (("left", f"{burst}|0"), ("right", f"0|{burst}")):
-        subprocess.run(["ffmpeg", "-v", "error", "-f", "lavfi", "-i", f"aevalsrc='{channels}':s=48000:d={burst_at + 1}",
+        subprocess.run(["ffmpeg", "-v", "error", "-f", "lavfi", "-i", f"aevalsrc='{channels}':s=48000:d={length}",
                         os.path.join(work, f"{name}.flac")], check=True)
     http_server = start_http(work)
     base = f"http://127.0.0.1:{http_server.server_address[1]}"
@@ -595,19 +644,15 @@ async def group_offset(binary, members=("ours", "squeezelite"), burst_at=3.0):
         for player, start in zip(players, starts):
             await player.unpause_at(start)
 
-        def onsets():
-            if not os.path.exists(recording):
-                return None
-            with open(recording, "rb") as f:
-                data = f.read()
-            count = len(data) // 8
-            samples = struct.unpack(f"<{count * 2}f", data[:count * 8])
-            found = [next((i for i in range(channel, len(samples), 2) if abs(samples[i]) > 0.002), None) for channel in (0, 1)]
-            return None if None in found else [i // 2 for i in found]
-
-        await wait_for(lambda: onsets() is not None, "both bursts in the recording", timeout=burst_at + 20)
-        left, right = onsets()
-        return (left - right) / 48
+        if bursts == 1:
+            await wait_for(lambda: first_sounds(recording) is not None, "both bursts in the recording", timeout=burst_at + 20)
+            left, right = first_sounds(recording)
+            return [(left - right) / 48]
+        # The last burst's end recorded (48,000 frames of 8 bytes a second), with 2 s to spare.
+        await wait_for(lambda: os.path.exists(recording) and os.path.getsize(recording) >= (length + 2) * 48000 * 8,
+                       "the whole track recorded", timeout=length + 20)
+        left, right = burst_starts(recording, quiet_frames=48000 // 4)
+        return [(l - r) / 48 for l, r in zip(left, right)]
     finally:
         await tear_down(procs + ([recorder] if recorder else []), server, http_server, work)
 

@@ -42,6 +42,7 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "scan"))
 sys.path.insert(0, os.path.join(REPO, "Tests", "MPD"))
 from results_file import write_table  # noqa: E402
+from process_usage import cpu_seconds, memory_kib  # noqa: E402
 from scan import make_library, MUTAGEN_SCAN  # noqa: E402  (the scan part's library and mutagen walk)
 from mpd_diff import Connection, PrivateMPD, free_port, MPD  # noqa: E402
 
@@ -158,24 +159,6 @@ def timed_update(c):
             return known - start
         if known - start > RESCAN_TIMEOUT:
             raise RuntimeError("the update did not end in time")
-
-
-def cpu_seconds(pid):
-    """User + system CPU time of a process so far (clock ticks, /proc/PID/stat)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def memory_kib(pid):
-    """(VmHWM, VmRSS) in KiB from /proc/PID/status."""
-    values = {}
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            key, _, rest = line.partition(":")
-            if key in ("VmHWM", "VmRSS"):
-                values[key] = int(rest.split()[0])
-    return values["VmHWM"], values["VmRSS"]
 
 
 def stop_process(process):
