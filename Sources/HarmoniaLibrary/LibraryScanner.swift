@@ -125,6 +125,7 @@ public final class LibraryScanner: Sendable {
             try walk.write { (store) throws(CoreError) in try store.upsertDirectory(LibraryDirectory(path: "", modified: top.modified)) }
             try walk.visit(relative: "", absolute: root, ancestors: [top.identity])
             try walk.readQueued()
+            try walk.finishReading()
             try walk.commit()
         } catch {
             walk.rollback()
@@ -148,6 +149,8 @@ public final class LibraryScanner: Sendable {
         var summary = LibraryScanSummary()
         /// Changed files to read, in walk order, from any folders.
         var queue: [Changed] = []
+        /// The files the pool is reading (submitted, not yet collected).
+        var reading: [Changed]?
         /// The open batch: rows written, when it began; nil when none is open.
         var batch: (rows: Int, began: ContinuousClock.Instant)?
 
@@ -239,17 +242,35 @@ public final class LibraryScanner: Sendable {
             summary.removed += removed
         }
 
-        /// Reads the tags of the queued files (on the pool's threads), then
-        /// writes their songs. Stops reading when cancelled.
+        /// Starts reading the tags of the queued files (on the pool's
+        /// threads), and writes the songs of the files read before them
+        /// meanwhile: the reads of one batch overlap the writes of the one
+        /// before. Stops reading when cancelled.
         mutating func readQueued() throws(CoreError) {
             guard !queue.isEmpty else { return }
             let chunk = queue
             queue.removeAll(keepingCapacity: true)
             guard !cancellation.isCancelled else { return }
+            let previous = reading.map { ($0, pool.collect()) }
+            pool.submit(chunk.map { $0.absolute + "/" + $0.entry.name }, cancellation: cancellation)
+            reading = chunk
+            if let previous { try writeRead(previous.0, previous.1) }
+        }
+
+        /// Waits for the files being read and writes their songs.
+        mutating func finishReading() throws(CoreError) {
+            guard let files = reading else { return }
+            reading = nil
+            try writeRead(files, pool.collect())
+        }
+
+        /// Writes the songs of `files` from their read `results` (nil: not
+        /// read, the scan was cancelled); a file that could not be read is
+        /// skipped, and removed when the library had it.
+        private mutating func writeRead(_ files: [Changed], _ results: [TagReadPool.Result?]) throws(CoreError) {
             var upserts: [(LibrarySong, stored: Bool)] = []
             var deletes: [String] = []
-            let results = pool.read(chunk.map { $0.absolute + "/" + $0.entry.name }, cancellation: cancellation)
-            for (file, result) in zip(chunk, results) {
+            for (file, result) in zip(files, results) {
                 guard let result else { continue }  // cancelled before it was read
                 let entry = file.entry
                 let songPath = file.relative.isEmpty ? entry.name : file.relative + "/" + entry.name

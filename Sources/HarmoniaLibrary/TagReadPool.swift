@@ -40,6 +40,14 @@ final class TagReadPool: @unchecked Sendable {
     /// Reads every path (on the pool's threads); results in the paths' order,
     /// nil for a path not read because the scan was cancelled first.
     func read(_ batchPaths: [String], cancellation: LibraryScanCancellation) -> [Result?] {
+        submit(batchPaths, cancellation: cancellation)
+        return collect()
+    }
+
+    /// Starts reading `batchPaths` on the pool's threads and returns at once;
+    /// `collect` waits for the results. One batch at a time: a submit
+    /// follows the previous batch's collect.
+    func submit(_ batchPaths: [String], cancellation: LibraryScanCancellation) {
         if !started {
             started = true
             lock.withLock { running = threads }
@@ -51,6 +59,7 @@ final class TagReadPool: @unchecked Sendable {
         }
         lock.lock()
         defer { lock.unlock() }
+        precondition(busy == 0, "TagReadPool: a batch submitted before the last was collected")
         self.cancellation = cancellation
         paths = batchPaths
         next = 0
@@ -58,8 +67,16 @@ final class TagReadPool: @unchecked Sendable {
         busy = running
         batch += 1
         lock.broadcast()
+    }
+
+    /// The submitted batch's results, in its paths' order, once every thread is done with it.
+    func collect() -> [Result?] {
+        lock.lock()
+        defer { lock.unlock() }
         while busy > 0 { lock.wait() }
-        return results
+        let done = results
+        results = []
+        return done
     }
 
     /// Ends the threads (after the batch in hand) and waits for them.
