@@ -115,16 +115,24 @@ public enum LibraryAggregation {
     /// `namesInOrder`: `songs` are already in natural order of file name (a
     /// listing's), so a song's place stands for its name's key.
     public static func folderOrder(_ songs: [LibrarySong], namesInOrder: Bool = false) -> [LibrarySong] {
-        guard songs.count > 1 else { return songs }
+        folderOrder(songs, song: { $0 }, namesInOrder: namesInOrder)
+    }
+
+    /// `items` in the `addOrder` of their songs (`song(item)`), all of one
+    /// folder: `folderOrder(_:namesInOrder:)` for what is not a song itself
+    /// (a row's place, say).
+    public static func folderOrder<Item>(_ items: [Item], song: (Item) -> LibrarySong, namesInOrder: Bool = false) -> [Item] {
+        guard items.count > 1 else { return items }
         var albums: [String: NaturalKey] = [:]  // a folder's songs mostly share one album
-        return songs.enumerated().map { offset, song in
+        return items.enumerated().map { offset, item in
+            let song = song(item)
             let album = song.first(.album).map { text in
                 if let key = albums[text] { return key }
                 let key = NaturalKey(text)
                 albums[text] = key
                 return key
             }
-            return (AddKey(song, directory: nil, album: album, rank: namesInOrder ? offset : nil), song)
+            return (AddKey(song, directory: nil, album: album, rank: namesInOrder ? offset : nil), item)
         }.sorted { $0.0 < $1.0 }.map(\.1)
     }
 

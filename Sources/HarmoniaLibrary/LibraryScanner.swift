@@ -161,6 +161,9 @@ public final class LibraryScanner: Sendable {
             let relative: String
             let absolute: String
             let stored: Bool
+
+            /// The song's path in the library.
+            var songPath: String { relative.isEmpty ? entry.name : relative + "/" + entry.name }
         }
 
         var store: any LibraryStorePort { scanner.store }
@@ -195,19 +198,25 @@ public final class LibraryScanner: Sendable {
             let audio = entries.filter { $0.kind == .file && LibraryFileKind(fileName: $0.name) == .audio }
             let playlists = entries.filter { $0.kind == .file && LibraryFileKind(fileName: $0.name) == .playlist }
 
-            try removeGone(stored: stored, folders: Set(folders.map { path($0.name) }),
-                           songs: Set(audio.map { path($0.name) }), playlists: Set(playlists.map { path($0.name) }))
+            // A folder new to the library (a first scan's every folder) has
+            // nothing to compare: its paths are not hashed.
+            let isNew = stored.directories.isEmpty && stored.songs.isEmpty && stored.playlists.isEmpty
+            if !isNew {
+                try removeGone(stored: stored, folders: Set(folders.map { path($0.name) }),
+                               songs: Set(audio.map { path($0.name) }), playlists: Set(playlists.map { path($0.name) }))
+            }
 
-            let changed = NaturalOrder.sorted(audio.filter { entry in
+            let changed = NaturalOrder.sorted(isNew ? audio : audio.filter { entry in
                 guard let song = stored.songs[path(entry.name)] else { return true }
                 return song.modified != entry.modified || song.size != entry.size
             }, byName: \.name)
             for entry in changed {
-                queue.append(Changed(entry: entry, relative: relative, absolute: absolute, stored: stored.songs[path(entry.name)] != nil))
+                queue.append(Changed(entry: entry, relative: relative, absolute: absolute,
+                                     stored: !isNew && stored.songs[path(entry.name)] != nil))
                 if queue.count >= scanner.options.batchSize { try readQueued() }
             }
 
-            let changedPlaylists = playlists.filter { stored.playlists[path($0.name)] != $0.modified }
+            let changedPlaylists = isNew ? playlists : playlists.filter { stored.playlists[path($0.name)] != $0.modified }
             if !changedPlaylists.isEmpty {
                 try write(rows: changedPlaylists.count) { (store) throws(CoreError) in
                     for entry in changedPlaylists { try store.upsertPlaylist(LibraryPlaylist(path: path(entry.name), modified: entry.modified)) }
@@ -217,7 +226,7 @@ public final class LibraryScanner: Sendable {
             for folder in folders {
                 guard !cancellation.isCancelled else { return }
                 let child = LibraryDirectory(path: path(folder.name), modified: folder.modified)
-                if stored.directories[child.path] != child.modified {
+                if isNew || stored.directories[child.path] != child.modified {
                     try write { (store) throws(CoreError) in try store.upsertDirectory(child) }
                 }
                 try visit(relative: child.path, absolute: absolute + "/" + folder.name,
@@ -252,7 +261,10 @@ public final class LibraryScanner: Sendable {
             queue.removeAll(keepingCapacity: true)
             guard !cancellation.isCancelled else { return }
             let previous = reading.map { ($0, pool.collect()) }
-            pool.submit(chunk.map { $0.absolute + "/" + $0.entry.name }, cancellation: cancellation)
+            pool.submit(chunk.map { file in
+                TagReadPool.File(absolute: file.absolute + "/" + file.entry.name, songPath: file.songPath,
+                                 modified: file.entry.modified, size: file.entry.size)
+            }, cancellation: cancellation)
             reading = chunk
             if let previous { try writeRead(previous.0, previous.1) }
         }
@@ -272,16 +284,13 @@ public final class LibraryScanner: Sendable {
             var deletes: [String] = []
             for (file, result) in zip(files, results) {
                 guard let result else { continue }  // cancelled before it was read
-                let entry = file.entry
-                let songPath = file.relative.isEmpty ? entry.name : file.relative + "/" + entry.name
                 switch result {
-                case .success(let read):
-                    upserts.append((LibrarySong(path: songPath, modified: entry.modified, size: entry.size,
-                                                tags: read.tags, stream: read.stream), file.stored))
+                case .success(let song):
+                    upserts.append((song, file.stored))
                 case .failure(let error):
-                    scanner.warn("skipped '\(file.absolute)/\(entry.name)': \(error.message)")
+                    scanner.warn("skipped '\(file.absolute)/\(file.entry.name)': \(error.message)")
                     summary.skipped += 1
-                    if file.stored { deletes.append(songPath) }
+                    if file.stored { deletes.append(file.songPath) }
                 }
             }
             guard !upserts.isEmpty || !deletes.isEmpty else { return }

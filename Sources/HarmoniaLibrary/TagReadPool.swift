@@ -6,28 +6,39 @@ import Glibc
 #endif
 
 /// Threads that read tags for the scanner, each at nice 10 (below the
-/// player's threads: a scan waits, the audio does not). `read` hands a
-/// batch of paths to every thread and returns the results in order. The
+/// player's threads: a scan waits, the audio does not), and make each
+/// file's song record there too (the tag text cleaned, the MPD fields), so
+/// the scanning thread only walks folders and writes. `read` hands a
+/// batch of files to every thread and returns the songs in order. The
 /// threads start at the first `read`: a scan that finds nothing changed
 /// starts none, and waits for none to end.
 ///
 /// Threads: `read` and `close` from one thread (the scanning thread); the
 /// pool's own threads call the reader, concurrently.
 final class TagReadPool: @unchecked Sendable {
-    typealias Result = Swift.Result<(tags: TagBundle, stream: StreamInfo), CoreError>
+    typealias Result = Swift.Result<LibrarySong, CoreError>
+
+    /// A file to read: its absolute path, and its song's path in the
+    /// library with the modification time and size the walk found.
+    struct File: Sendable {
+        let absolute: String
+        let songPath: String
+        let modified: Int64
+        let size: Int64
+    }
 
     private let reader: LibraryScanner.TagReader
     private let threads: Int
     /// Whether the threads were started (by a `read`). Scanning thread only.
     private(set) var started = false
     private let lock = NSCondition()
-    // Guarded by `lock`: the batch being read, the next path to take, the
+    // Guarded by `lock`: the batch being read, the next file to take, the
     // results so far, threads still busy with the batch, and shutdown.
-    private var paths: [String] = []
+    private var files: [File] = []
     private var next = 0
     private var results: [Result?] = []
     private var busy = 0
-    private var batch = 0
+    private var batchNumber = 0
     private var closing = false
     private var running = 0
     private var cancellation: LibraryScanCancellation?
@@ -37,17 +48,17 @@ final class TagReadPool: @unchecked Sendable {
         self.threads = max(1, threads)
     }
 
-    /// Reads every path (on the pool's threads); results in the paths' order,
-    /// nil for a path not read because the scan was cancelled first.
-    func read(_ batchPaths: [String], cancellation: LibraryScanCancellation) -> [Result?] {
-        submit(batchPaths, cancellation: cancellation)
+    /// Reads every file (on the pool's threads); results in the files' order,
+    /// nil for a file not read because the scan was cancelled first.
+    func read(_ batch: [File], cancellation: LibraryScanCancellation) -> [Result?] {
+        submit(batch, cancellation: cancellation)
         return collect()
     }
 
-    /// Starts reading `batchPaths` on the pool's threads and returns at once;
+    /// Starts reading `batch` on the pool's threads and returns at once;
     /// `collect` waits for the results. One batch at a time: a submit
     /// follows the previous batch's collect.
-    func submit(_ batchPaths: [String], cancellation: LibraryScanCancellation) {
+    func submit(_ batch: [File], cancellation: LibraryScanCancellation) {
         if !started {
             started = true
             lock.withLock { running = threads }
@@ -61,11 +72,11 @@ final class TagReadPool: @unchecked Sendable {
         defer { lock.unlock() }
         precondition(busy == 0, "TagReadPool: a batch submitted before the last was collected")
         self.cancellation = cancellation
-        paths = batchPaths
+        files = batch
         next = 0
-        results = Array(repeating: nil, count: batchPaths.count)
+        results = Array(repeating: nil, count: batch.count)
         busy = running
-        batch += 1
+        batchNumber += 1
         lock.broadcast()
     }
 
@@ -95,16 +106,22 @@ final class TagReadPool: @unchecked Sendable {
         var seenBatch = 0
         lock.lock()
         while true {
-            while !closing && batch == seenBatch { lock.wait() }
+            while !closing && batchNumber == seenBatch { lock.wait() }
             if closing { break }
-            seenBatch = batch
-            while next < paths.count, cancellation?.isCancelled != true {
+            seenBatch = batchNumber
+            while next < files.count, cancellation?.isCancelled != true {
                 let index = next
                 next += 1
-                let path = paths[index]
+                let file = files[index]
                 lock.unlock()
                 let result: Result
-                do throws(CoreError) { result = .success(try reader(path)) } catch { result = .failure(error) }
+                do throws(CoreError) {
+                    let read = try reader(file.absolute)
+                    result = .success(LibrarySong(path: file.songPath, modified: file.modified, size: file.size,
+                                                  tags: read.tags, stream: read.stream))
+                } catch {
+                    result = .failure(error)
+                }
                 lock.lock()
                 results[index] = result
             }

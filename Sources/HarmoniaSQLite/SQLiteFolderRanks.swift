@@ -40,33 +40,34 @@ struct SQLiteFolderRanks {
 
     /// Writes the ranks of folder `id`'s songs where they changed.
     static func rank(folder id: Int64, _ db: SQLiteConnection) throws {
-        struct Row { let id: Int64; let ranks: (name: Int64?, add: Int64?) }
-        var rows: [String: Row] = [:]
+        // The folder's rows, by their place in the SELECT: id, stored ranks,
+        // and a song with what the two orders compare (path, album, disc, track).
+        var rowIDs: [Int64] = []
+        var stored: [(name: Int64?, add: Int64?)] = []
         var songs: [LibrarySong] = []
         let album = SQLiteLibrarySchema.column(.album), disc = SQLiteLibrarySchema.column(.disc)
         let track = SQLiteLibrarySchema.column(.track)
         try db.withCached("SELECT id, path, \(album), \(disc), \(track), name_rank, add_rank FROM song WHERE directory_id = ?") { statement in
             try statement.bind([.integer(id)])
             while try statement.step() {
-                let path = statement.text(1) ?? ""
                 var tags: [LibraryTag: [String]] = [:]
                 for (column, tag) in [(2, LibraryTag.album), (3, .disc), (4, .track)] {
                     if let values = SQLiteRows.values(statement.text(Int32(column))) { tags[tag] = values }
                 }
-                rows[path] = Row(id: statement.int64(0) ?? 0, ranks: (statement.int64(5), statement.int64(6)))
-                songs.append(LibrarySong(path: path, modified: 0, size: 0, tags: tags, duration: nil, format: nil))
+                rowIDs.append(statement.int64(0) ?? 0)
+                stored.append((statement.int64(5), statement.int64(6)))
+                songs.append(LibrarySong(path: statement.text(1) ?? "", modified: 0, size: 0, tags: tags, duration: nil, format: nil))
             }
         }
-        let byName = NaturalOrder.sorted(songs, byName: { LibraryPathName.of($0.path) })
-        var ranks: [String: (name: Int64, add: Int64)] = [:]
-        for (place, song) in byName.enumerated() { ranks[song.path] = (Int64(place), 0) }
-        for (place, song) in LibraryAggregation.folderOrder(byName, namesInOrder: true).enumerated() {
-            ranks[song.path]?.add = Int64(place)
+        let byName = NaturalOrder.sorted(Array(songs.indices), byName: { LibraryPathName.of(songs[$0].path) })
+        var ranks = [(name: Int64, add: Int64)](repeating: (0, 0), count: songs.count)
+        for (place, row) in byName.enumerated() { ranks[row].name = Int64(place) }
+        for (place, row) in LibraryAggregation.folderOrder(byName, song: { songs[$0] }, namesInOrder: true).enumerated() {
+            ranks[row].add = Int64(place)
         }
-        for (path, rank) in ranks {
-            guard let row = rows[path], row.ranks.name != rank.name || row.ranks.add != rank.add else { continue }
+        for (row, rank) in ranks.enumerated() where stored[row].name != rank.name || stored[row].add != rank.add {
             try db.run(cached: "UPDATE song SET name_rank = ?, add_rank = ? WHERE id = ?",
-                       [.integer(rank.name), .integer(rank.add), .integer(row.id)])
+                       [.integer(rank.name), .integer(rank.add), .integer(rowIDs[row])])
         }
     }
 }

@@ -18,6 +18,10 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
     // Guarded by `writerLock`: the writer connection (nil once closed), whether a batch is open.
     private var writer: SQLiteConnection?
     private var batchOpen = false
+    /// The folder of the last song written in the open batch, and its id: a
+    /// scan writes a folder's songs one after the other. Forgotten when the
+    /// batch ends, a folder is deleted or a write fails (writer lock).
+    private var lastSongFolder: (path: String, id: Int64)?
     /// A first scan dropped the deferred indexes (SQLiteLibrarySchema.deferredIndexes):
     /// built at `markUpdateComplete`, at `close`, or when the database is next opened.
     private var indexesDeferred = false
@@ -158,6 +162,7 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
             guard !self.batchOpen else { throw CoreError.invalidState("a library update batch is already open") }
             try db.execute("BEGIN IMMEDIATE")
             self.batchOpen = true
+            self.lastSongFolder = nil
             if try SQLiteLibrarySchema.deferIndexesIfEmpty(db) { self.indexesDeferred = true }
         }
     }
@@ -166,6 +171,7 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
         try write(inBatch: false) { db in
             guard self.batchOpen else { throw CoreError.invalidState("no library update batch is open") }
             self.batchOpen = false
+            self.lastSongFolder = nil
             do {
                 try self.ranks.rankTouched(db)
                 try db.execute("COMMIT")
@@ -181,6 +187,7 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
         writerLock.withLock {
             guard batchOpen, let writer else { return }
             batchOpen = false
+            lastSongFolder = nil
             ranks.reset()
             try? writer.execute("ROLLBACK")
         }
@@ -203,6 +210,7 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
     public func deleteDirectory(at path: String) throws(CoreError) {
         guard !path.isEmpty else { throw .invalidArgument("the top folder cannot be deleted from the library") }
         try write { db in
+            self.lastSongFolder = nil
             // Foreign keys cascade too; the ranges also clean a file whose links are broken.
             let range = SQLiteFilterPushdown.pathRange(under: path)
             for table in ["song", "playlist", "directory"] {
@@ -214,7 +222,14 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
 
     public func upsertSong(_ song: LibrarySong) throws(CoreError) {
         try write { db in
-            let folder = try Self.directoryID(song.directory, db, missing: "folder '\(song.directory)' is not in the library: add it before '\(song.path)'")
+            let directory = song.directory
+            let folder: Int64
+            if self.batchOpen, let last = self.lastSongFolder, last.path == directory {
+                folder = last.id
+            } else {
+                folder = try Self.directoryID(directory, db, missing: "folder '\(directory)' is not in the library: add it before '\(song.path)'")
+                if self.batchOpen { self.lastSongFolder = (directory, folder) }
+            }
             try db.run(cached: Self.upsertSongSQL, [.integer(folder)] + SQLiteRows.songValues(song))
             self.ranks.touched(folder)
         }
@@ -279,6 +294,7 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
         writerLock.withLock {
             if batchOpen { try? writer?.execute("ROLLBACK") }
             batchOpen = false
+            lastSongFolder = nil
             if indexesDeferred { try? writer?.transaction { db in try SQLiteLibrarySchema.buildDeferredIndexes(db) } }
             writer?.close()
             writer = nil
@@ -314,6 +330,7 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
                     }
                 }
             } catch {
+                lastSongFolder = nil
                 if !batchOpen { ranks.reset() }
                 throw Self.coreError(error, file: file)
             }

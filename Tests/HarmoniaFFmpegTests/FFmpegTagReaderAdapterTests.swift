@@ -115,6 +115,22 @@ struct TagParsingTests {
         #expect(FFmpegTagReaderAdapter.replayGain(fromR128: 0) == 5.0)
     }
 
+    @Test("white space around a number is trimmed as Foundation's .whitespaces trims it")
+    func whitespaceAsFoundationTrimsIt() {
+        let pieces = ["7", " ", "\t", "\u{A0}", "\u{2003}", "\u{3000}", "\n", "\u{301}", "x", "\u{200B}", "\u{1680}", "\u{202F}"]
+        var texts = [""]
+        var last = [""]
+        for _ in 1...4 {
+            last = last.flatMap { prefix in pieces.map { prefix + $0 } }
+            texts += last
+        }
+        for text in texts {
+            #expect(String(FFmpegTagReaderAdapter.trimmingWhitespace(text)) == text.trimmingCharacters(in: .whitespaces),
+                    "\(text.unicodeScalars.map(\.value))")
+        }
+        #expect(FFmpegTagReaderAdapter.numberAndTotal("\u{A0}3 /\t12\u{3000}") == (3, 12))
+    }
+
     @Test("numbers in tags that are not finite or not plausible are no tag (specs/hardening.md §Clamping)")
     func hostileNumbers() {
         for text in ["nan", "inf", "-inf", "1e400", "99999999999999999999999", "-5", "0", "1001"] {

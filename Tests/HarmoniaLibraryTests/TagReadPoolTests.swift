@@ -11,7 +11,9 @@ import Testing
         idle.close()  // nothing to wait for
 
         let pool = TagReadPool(threads: 2, reader: reader)
-        let results = pool.read(["/a.flac", "/b.flac", "/c.flac"], cancellation: LibraryScanCancellation())
+        let results = pool.read(["a.flac", "b.flac", "c.flac"].map {
+            TagReadPool.File(absolute: "/" + $0, songPath: $0, modified: 0, size: 0)
+        }, cancellation: LibraryScanCancellation())
         #expect(pool.started)
         #expect(results.count == 3 && results.allSatisfy { if case .failure = $0 { true } else { false } })
         pool.close()
