@@ -23,12 +23,13 @@ public final class InMemoryLibraryStore: LibraryStorePort, @unchecked Sendable {
 
     // MARK: Queries
 
-    public func listing(of directory: String) throws(CoreError) -> LibraryListing {
+    public func listing(of directory: String, songOrder: LibrarySongOrder) throws(CoreError) -> LibraryListing {
         let contents = try read()
         guard contents.directories[directory] != nil else { throw .notFound("no folder '\(directory)' in the library") }
+        let songs = NaturalOrder.sorted(contents.songs.values.filter { $0.directory == directory }, byName: { LibraryPath.name($0.path) })
         return LibraryListing(
             directories: NaturalOrder.sorted(contents.directories.values.filter { $0.path != "" && $0.parent == directory }, byName: { LibraryPath.name($0.path) }),
-            songs: NaturalOrder.sorted(contents.songs.values.filter { $0.directory == directory }, byName: { LibraryPath.name($0.path) }),
+            songs: songOrder == .add ? LibraryAggregation.folderOrder(songs, namesInOrder: true) : songs,
             playlists: NaturalOrder.sorted(contents.playlists.values.filter { $0.directory == directory }, byName: { LibraryPath.name($0.path) }))
     }
 

@@ -18,9 +18,10 @@ import HarmoniaCore
 public protocol LibraryStorePort: AnyObject, Sendable {
     // MARK: Queries
 
-    /// The folder's subfolders, songs and playlists, each in natural order of name.
+    /// The folder's subfolders and playlists in natural order of name, its
+    /// songs in `songOrder`.
     /// - Throws: `notFound` when the folder is not in the library.
-    func listing(of directory: String) throws(CoreError) -> LibraryListing
+    func listing(of directory: String, songOrder: LibrarySongOrder) throws(CoreError) -> LibraryListing
 
     /// What the scanner compares with the disk in `directory`: the paths and
     /// modification times of its subfolders, songs (with their sizes) and
@@ -84,10 +85,11 @@ public protocol LibraryStorePort: AnyObject, Sendable {
     /// - Throws: as `visitSongs(matching:)`.
     func visitSongPaths(matching filter: LibraryFilter, _ body: (String) -> Bool) throws(CoreError)
 
-    /// `allEntries(under:)`, handed to `body` one at a time as read (folder by
-    /// folder); stops when `body` returns false.
+    /// `allEntries(under:)`, each folder's songs in `songOrder`, handed to
+    /// `body` one at a time as read (folder by folder); stops when `body`
+    /// returns false.
     /// - Throws: `notFound` when the folder is not in the library.
-    func visitEntries(under directory: String, _ body: (LibraryEntry) -> Bool) throws(CoreError)
+    func visitEntries(under directory: String, songOrder: LibrarySongOrder, _ body: (LibraryEntry) -> Bool) throws(CoreError)
 
     // MARK: Updates (one writer: the scanner)
 
@@ -135,7 +137,27 @@ public protocol LibraryStorePort: AnyObject, Sendable {
     func close()
 }
 
+/// The order of one folder's songs in a listing.
+public enum LibrarySongOrder: Sendable, Equatable {
+    /// Natural order of file name.
+    case name
+    /// The order MPD adds and lists a folder's songs in
+    /// (`LibraryAggregation.folderOrder`: album, disc, track, file name).
+    case add
+}
+
 extension LibraryStorePort {
+    /// The folder's subfolders, songs and playlists, each in natural order of name.
+    /// - Throws: `notFound` when the folder is not in the library.
+    public func listing(of directory: String) throws(CoreError) -> LibraryListing {
+        try listing(of: directory, songOrder: .name)
+    }
+
+    /// `visitEntries(under:songOrder:_:)` with each folder's songs in natural order of name.
+    public func visitEntries(under directory: String, _ body: (LibraryEntry) -> Bool) throws(CoreError) {
+        try visitEntries(under: directory, songOrder: .name, body)
+    }
+
     /// The stamps of `listing(of:)`, for a store that has nothing quicker.
     public func stamps(of directory: String) throws(CoreError) -> LibraryFolderStamps {
         LibraryFolderStamps(try listing(of: directory))
@@ -175,9 +197,26 @@ extension LibraryStorePort {
         try visitSongs(matching: filter) { body($0.path) }
     }
 
-    /// `allEntries(under:)`, for a store that has nothing leaner.
-    public func visitEntries(under directory: String, _ body: (LibraryEntry) -> Bool) throws(CoreError) {
-        for entry in try allEntries(under: directory) where !body(entry) { return }
+    /// `allEntries(under:)`, each folder's run of songs put in `songOrder`,
+    /// for a store that has nothing leaner.
+    public func visitEntries(under directory: String, songOrder: LibrarySongOrder,
+                             _ body: (LibraryEntry) -> Bool) throws(CoreError) {
+        var run: [LibrarySong] = []
+        func endRun() -> Bool {
+            defer { run.removeAll(keepingCapacity: true) }
+            for song in songOrder == .add ? LibraryAggregation.folderOrder(run, namesInOrder: true) : run where !body(.song(song)) {
+                return false
+            }
+            return true
+        }
+        for entry in try allEntries(under: directory) {
+            if case .song(let song) = entry {
+                run.append(song)
+                continue
+            }
+            guard endRun(), body(entry) else { return }
+        }
+        _ = endRun()
     }
 
     public func count(matching filter: LibraryFilter, groupedBy tag: LibraryTag) throws(CoreError) -> [LibraryGroupCount] {

@@ -59,9 +59,11 @@ extension SQLiteLibraryStore {
         }
     }
 
-    public func visitEntries(under directory: String, _ body: (LibraryEntry) -> Bool) throws(CoreError) {
+    public func visitEntries(under directory: String, songOrder: LibrarySongOrder,
+                             _ body: (LibraryEntry) -> Bool) throws(CoreError) {
         let topID = try read { db in try Self.directoryID(directory, db) }
-        try walk(from: topID, path: directory, songs: ("WHERE directory_id = ? ORDER BY name_rank", []), playlists: true) { entry, folderSongs in
+        try walk(from: topID, path: directory, songs: ("WHERE directory_id = ? ORDER BY " + Self.rankColumn(songOrder), []),
+                 playlists: true) { entry, folderSongs in
             if let entry { return body(entry) }
             for song in folderSongs where !body(.song(song)) { return false }
             return true

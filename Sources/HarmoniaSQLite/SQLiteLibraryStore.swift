@@ -61,11 +61,11 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
 
     // MARK: Queries
 
-    public func listing(of directory: String) throws(CoreError) -> LibraryListing {
+    public func listing(of directory: String, songOrder: LibrarySongOrder) throws(CoreError) -> LibraryListing {
         try read { db in
             let id = try Self.directoryID(directory, db)
             let folders = try Self.directories("WHERE parent_id = ? AND id <> ?", [.integer(id), .integer(id)], db)
-            let songs = try Self.songs("WHERE directory_id = ? ORDER BY name_rank", [.integer(id)], db)
+            let songs = try Self.songs("WHERE directory_id = ? ORDER BY " + Self.rankColumn(songOrder), [.integer(id)], db)
             let playlists = try Self.playlists("WHERE directory_id = ?", [.integer(id)], db)
             return LibraryListing(
                 directories: NaturalOrder.sorted(folders, byName: { LibraryPathName.of($0.path) }),
@@ -356,6 +356,14 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
         }
         guard let id = found else { throw CoreError.notFound(missing ?? "no folder '\(path)' in the library") }
         return id
+    }
+
+    /// The stored rank that puts a folder's songs in `order` (SQLiteFolderRanks).
+    static func rankColumn(_ order: LibrarySongOrder) -> String {
+        switch order {
+        case .name: "name_rank"
+        case .add: "add_rank"
+        }
     }
 
     /// The WHERE clause and values selecting paths inside `directory` ("" is everything).

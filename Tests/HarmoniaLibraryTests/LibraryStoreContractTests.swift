@@ -169,6 +169,41 @@ import Testing
         #expect(try store.allEntries(under: "Loose").map(\.path) == ["Loose/track2.wav", "Loose/track10.wav", "Loose/all.m3u"])
     }
 
+    /// MPD lists a folder's songs in add order (album, disc, track, name):
+    /// the store hands them so, read in that order where it keeps the ranks.
+    @Test(arguments: StoreKind.allCases)
+    func listingsAndEntriesInAddOrderAreTheFolderOrderOfTheNameOrder(kind: StoreKind) throws {
+        let (store, folder) = try sampleStore(kind)
+        defer { store.close(); folder.remove() }
+        func song(_ name: String, track: String?, album: String = "B") -> LibrarySong {
+            var tags: [LibraryTag: [String]] = [.album: [album]]
+            tags[.track] = track.map { [$0] }
+            return LibrarySong(path: "Order/" + name, modified: 5, size: 1, tags: tags)
+        }
+        try store.upsertDirectory(LibraryDirectory(path: "Order", modified: 5))
+        try store.add([song("a.flac", track: "3"), song("b.flac", track: "1"), song("c10.flac", track: nil),
+                       song("c9.flac", track: nil), song("d.flac", track: "2", album: "A")])
+        #expect(try store.listing(of: "Order", songOrder: .add).songs.map(\.path)
+                == ["Order/d.flac", "Order/c9.flac", "Order/c10.flac", "Order/b.flac", "Order/a.flac"])
+        for directory in ["", "Order", "Loose", "Sigur Rós/Takk", "Compilations/Mix", "Kraftwerk/Autobahn", "Empty"] {
+            let byName = try store.listing(of: directory)
+            let byAdd = try store.listing(of: directory, songOrder: .add)
+            #expect(byAdd.songs == LibraryAggregation.folderOrder(byName.songs, namesInOrder: true), "\(directory)")
+            #expect(byAdd.directories == byName.directories && byAdd.playlists == byName.playlists)
+        }
+        var visited: [LibraryEntry] = []
+        try store.visitEntries(under: "", songOrder: .add) { visited.append($0); return true }
+        var expected: [LibraryEntry] = [], run: [LibrarySong] = []
+        for entry in try store.allEntries(under: "") + [.directory(LibraryDirectory(path: "end", modified: 0))] {
+            if case .song(let song) = entry { run.append(song); continue }
+            expected += LibraryAggregation.folderOrder(run, namesInOrder: true).map(LibraryEntry.song)
+            run = []
+            expected.append(entry)
+        }
+        #expect(visited == Array(expected.dropLast()))
+        #expect(visited.filter { if case .song = $0 { true } else { false } }.count == SampleLibrary.songs.count + 5)
+    }
+
     @Test(arguments: StoreKind.allCases)
     func batchIsInvisibleUntilCommittedAndRollbackDropsIt(kind: StoreKind) throws {
         let (store, folder) = try kind.make()

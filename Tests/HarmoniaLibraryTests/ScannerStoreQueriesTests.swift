@@ -43,9 +43,9 @@ private final class QueryCountingStore: LibraryStorePort, @unchecked Sendable {
 
     private func count(_ name: String) { queries.withLock { $0[name, default: 0] += 1 } }
 
-    func listing(of directory: String) throws(CoreError) -> LibraryListing {
+    func listing(of directory: String, songOrder: LibrarySongOrder) throws(CoreError) -> LibraryListing {
         count("listing")
-        return try base.listing(of: directory)
+        return try base.listing(of: directory, songOrder: songOrder)
     }
     func stamps(of directory: String) throws(CoreError) -> LibraryFolderStamps {
         count("stamps")

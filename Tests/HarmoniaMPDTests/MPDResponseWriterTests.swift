@@ -1,5 +1,6 @@
 // Responses — specs/mpd-protocol.md §Responses. Song records compared with MPD 0.23.12's
 // `lsinfo` / `playlistinfo` output for the same files (Tests/MPD/session_basic.txt).
+import Foundation
 import HarmoniaLibrary
 import Testing
 @testable import HarmoniaMPD
@@ -72,12 +73,27 @@ import Testing
         #expect(fields(2.4996) == "3 2.500")  // to the nearest ms first
         #expect(fields(0.0004) == "0 0.000")
         #expect(fields(3725.0419) == "3725 3725.042")
+        #expect(fields(1.05) == "1 1.050")
+        #expect(fields(7.0) == "7 7.000")
     }
 
     @Test func timestamps() {
         #expect(MPDResponseWriter.iso8601(0) == "1970-01-01T00:00:00Z")
         #expect(MPDResponseWriter.iso8601(1_700_000_000) == "2023-11-14T22:13:20Z")
         #expect(MPDResponseWriter.iso8601(951_782_400) == "2000-02-29T00:00:00Z")
+        #expect(MPDResponseWriter.iso8601(-30_610_224_001) == "0999-12-31T23:59:59Z")  // year padded to 4 digits
+        #expect(MPDResponseWriter.iso8601(253_402_300_800) == "10000-01-01T00:00:00Z")  // a fifth digit, as MPD
+        #expect(MPDResponseWriter.iso8601(253_402_300_799) == "9999-12-31T23:59:59Z")
+        // Every field's digits: a week and a second apart over 50 years.
+        var seconds: Int64 = 0
+        while seconds < 50 * 365 * 86_400 {
+            let date = MPDResponseWriter.iso8601(seconds)
+            let day = Int(seconds / 86_400), second = Int(seconds % 86_400)
+            #expect(date.hasSuffix(String(format: "T%02d:%02d:%02dZ", second / 3600, second / 60 % 60, second % 60)), "\(seconds)")
+            #expect(date.count == 20 && date.dropFirst(4).first == "-", "\(seconds)")
+            #expect(Int(date.prefix(4)) == 1970 + day / 365 || Int(date.prefix(4)) == 1969 + day / 365, "\(seconds)")
+            seconds += 7 * 86_400 + 1
+        }
     }
 
     @Test func newlinesInValuesDoNotSplitTheRecord() {

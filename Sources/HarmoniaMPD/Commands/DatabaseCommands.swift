@@ -95,7 +95,7 @@ public struct MPDDatabaseCommands: MPDCommandGroup {
         guard uri.isEmpty || MPDFilterParser.isSafeLocalURI(uri) else { throw .noSuchDirectory }
         let listing: LibraryListing
         do {
-            listing = try library.store.listing(of: uri)
+            listing = try library.store.listing(of: uri, songOrder: .add)
         } catch where error.category == .notFound {
             if let song = try songIfSafe(uri) {
                 writer.appendSong(song)
@@ -105,7 +105,7 @@ public struct MPDDatabaseCommands: MPDCommandGroup {
         } catch {
             throw MPDError(error)
         }
-        for song in LibraryAggregation.folderOrder(listing.songs, namesInOrder: true) where !writer.isFull { writer.appendSong(song) }
+        for song in listing.songs where !writer.isFull { writer.appendSong(song) }
         for playlist in listing.playlists where !writer.isFull { appendPlaylist(playlist, full: true, into: &writer) }
         for directory in listing.directories where !writer.isFull { appendDirectory(directory, full: true, into: &writer) }
         if uri.isEmpty, let storedPlaylists {
@@ -128,32 +128,20 @@ public struct MPDDatabaseCommands: MPDCommandGroup {
             }
             appendDirectory(folder, full: full, into: &writer)
         }
-        // Streamed folder by folder as read; a folder's songs come together
-        // and are printed in MPD's order.
-        var run: [LibrarySong] = []
-        func printRun(_ writer: inout MPDResponseWriter) {
-            for song in LibraryAggregation.folderOrder(run, namesInOrder: true) where !writer.isFull {
-                if full { writer.appendSong(song) } else { writer.append("file", song.path) }
-            }
-            run.removeAll(keepingCapacity: true)
-        }
+        // Streamed folder by folder as read, each folder's songs in MPD's order.
         try mapped { () throws(CoreError) in
-            try library.store.visitEntries(under: uri) { entry in
+            try library.store.visitEntries(under: uri, songOrder: .add) { entry in
                 switch entry {
                 case .song(let song):
-                    run.append(song)
-                    return true
+                    if full { writer.appendSong(song) } else { writer.append("file", song.path) }
                 case .directory(let d):
-                    printRun(&writer)
                     appendDirectory(d, full: full, into: &writer)
                 case .playlist(let p):
-                    printRun(&writer)
                     appendPlaylist(p, full: full, into: &writer)
                 }
                 return !writer.isFull
             }
         }
-        printRun(&writer)
     }
 
     /// The folder record at `path`; nil when the library has no such folder.
