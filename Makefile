@@ -280,7 +280,7 @@ fuzz: deps swift
 # left one), the other parts still run, the report is still written, and make
 # exits non-zero at the end.
 BENCH_APT_PACKAGES := python3 mpv mpd mpc mpg123 hyperfine pulseaudio-utils time curl gmediarender gstreamer1.0-pulseaudio gstreamer1.0-plugins-good
-BENCH_PARTS := decode ringbuffer scaling pipeline latency footprint footprint-pipewire underruns scan update server snapcast websocket pipewire offline upnp library-scale slimproto
+BENCH_PARTS := decode ringbuffer scaling pipeline latency footprint footprint-pipewire underruns scan update server snapcast websocket pipewire offline upnp library-scale library-scan-playing slimproto
 BENCH_PULSE_DIR := $(PULSE_DIR)-bench
 bench: build
 	@$(MAKE) --no-print-directory deps APT_PACKAGES="$(APT_PACKAGES) $(BENCH_APT_PACKAGES)"

@@ -95,7 +95,7 @@ public enum LibraryAggregation {
             folders[directory] = key
             return (AddKey(song, directory: key), song)
         }
-        return keyed.sorted { $0.0 < $1.0 }.map(\.1)
+        return keyed.sorted { $0.0 < $1.0 }.map { $0.1 }
     }
 
     /// `addOrder` of songs whose place in their folder's `folderOrder` is
@@ -108,7 +108,7 @@ public enum LibraryAggregation {
             folders[directory] = key
             return (key, entry.place, entry.song)
         }
-        return keyed.sorted { $0.0 != $1.0 ? $0.0 < $1.0 : $0.1 < $1.1 }.map(\.2)
+        return keyed.sorted { $0.0 != $1.0 ? $0.0 < $1.0 : $0.1 < $1.1 }.map { $0.2 }
     }
 
     /// `songs`, all of one folder, in `addOrder` (no folder key to compare).
@@ -133,7 +133,7 @@ public enum LibraryAggregation {
                 return key
             }
             return (AddKey(song, directory: nil, album: album, rank: namesInOrder ? offset : nil), item)
-        }.sorted { $0.0 < $1.0 }.map(\.1)
+        }.sorted { $0.0 < $1.0 }.map { $0.1 }
     }
 
     /// MPD's `listall` order of everything inside `top` (given: every folder,

@@ -145,6 +145,22 @@ package final class SQLiteConnection {
         return try body(statement)
     }
 
+    /// Runs `body`'s statements in one read transaction: SQLite takes its
+    /// file locks (a handful of `fcntl` calls) once for all of them instead of
+    /// once per statement, and they all read the same snapshot.
+    package func reading<T>(_ body: () throws -> T) throws -> T {
+        try run(cached: "BEGIN", [])
+        let result: T
+        do {
+            result = try body()
+        } catch {
+            try? run(cached: "ROLLBACK", [])
+            throw error
+        }
+        try run(cached: "COMMIT", [])
+        return result
+    }
+
     /// Runs the cached statement of `sql` (no rows wanted) with `values`.
     package func run(cached sql: String, _ values: [SQLiteValue]) throws {
         try withCached(sql) { statement in try statement.run(values) }

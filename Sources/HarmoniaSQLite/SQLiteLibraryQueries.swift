@@ -145,8 +145,6 @@ extension SQLiteLibraryStore {
         while next < order.count {
             // A run of folders, up to about `runSongs` songs, read together.
             let run = try read { db in
-                try db.execute("BEGIN")
-                defer { try? db.execute("COMMIT") }
                 var run: [[LibrarySong]] = []
                 var count = 0
                 while next + run.count < order.count, count < Self.runSongs {

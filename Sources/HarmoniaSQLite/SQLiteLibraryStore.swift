@@ -307,11 +307,12 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
 
     // MARK: Connections
 
-    /// Runs `body` on the reader connection, errors mapped to CoreError.
+    /// Runs `body` on the reader connection, in one read transaction
+    /// (`SQLiteConnection.reading`), errors mapped to CoreError.
     func read<T>(_ body: (SQLiteConnection) throws -> T) throws(CoreError) -> T {
         try readerLock.withLock { () throws(CoreError) -> T in
             guard let reader else { throw CoreError.invalidState("the library store '\(file)' is closed") }
-            do { return try body(reader) } catch { throw Self.coreError(error, file: file) }
+            do { return try reader.reading { try body(reader) } } catch { throw Self.coreError(error, file: file) }
         }
     }
 
