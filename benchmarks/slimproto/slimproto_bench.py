@@ -14,7 +14,12 @@
   track with sound from its first frame on the left channel, squeezelite the
   same on the right; the difference between their first sounds in the
   monitor's recording, then each one's CPU time over 20 s of steady
-  playback and its resident memory, from /proc.
+  playback and its resident memory, from /proc;
+- start at a time: ours alone, a tone opened with autostart 0 and
+  unpaused at jiffies T 300 ms ahead, 2×RUNS (at least 10) times: the
+  heard position (elapsed) of the first STMt after STMs minus the time
+  since T (jiffies), so 0 when the first frame was heard at T; the same
+  1.5 s later, and the corrections the player logged after the start.
 
 Each part RUNS times, alternating. Usage: slimproto_bench.py --ours BIN --runs N --out FILE"""
 import argparse
@@ -31,7 +36,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "Tests", "Slimproto"))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 from slimproto_player_test import (first_sounds, group_offset, group_offsets, member_command, new_server,  # noqa: E402
-                                   free_port, start_http, tear_down, wait_for)
+                                   free_port, start_http, start_offsets, tear_down, wait_for)
 from process_usage import cpu_seconds, memory_kib  # noqa: E402
 
 # Bursts over a minute: at 3 s, then every 10 s.
@@ -103,6 +108,12 @@ PAIRS = (("ours", "ours"), ("ours", "squeezelite"), ("squeezelite", "squeezelite
 async def measure(binary, runs, parts):
     offsets = {pair: [] for pair in PAIRS}
     starts, footprints, minute = [], [], {}
+    start_at = None
+    if "start" in parts:
+        try:
+            start_at = await start_offsets(binary, max(10, 2 * runs))
+        except Exception as error:
+            print(f"slimproto_bench: start at a time: {error}", file=sys.stderr)
     for pair in PAIRS if "minute" in parts else ():
         try:
             minute[pair] = await group_offsets(binary, pair, bursts=MINUTE_BURSTS)
@@ -121,7 +132,7 @@ async def measure(binary, runs, parts):
                 footprints.append(footprint)
             except Exception as error:
                 print(f"slimproto_bench: start and footprint: {error}", file=sys.stderr)
-    return offsets, starts, footprints, minute
+    return offsets, starts, footprints, minute, start_at
 
 
 def main():
@@ -129,9 +140,9 @@ def main():
     parser.add_argument("--ours", required=True)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--out", required=True)
-    parser.add_argument("--parts", default="sync,minute,footprint", help="sync, minute, footprint (comma-separated)")
+    parser.add_argument("--parts", default="start,sync,minute,footprint", help="start, sync, minute, footprint (comma-separated)")
     args = parser.parse_args()
-    offsets, starts, footprints, minute = asyncio.run(measure(args.ours, args.runs, args.parts.split(",")))
+    offsets, starts, footprints, minute, start_at = asyncio.run(measure(args.ours, args.runs, args.parts.split(",")))
     rows, medians = [], {}
     for pair, values in offsets.items():
         spread = [abs(v) for v in values]
@@ -149,6 +160,17 @@ def main():
         summary[f"minute_drift_ms_{'+'.join(pair)}"] = drift
         rows.append([f"{'+'.join(pair)} over a minute: offset moved by (ms)", len(values), drift, max(values, key=abs) if values else None,
                      ", ".join(f"{v:+.1f}" for v in values)])
+    if start_at:
+        pairs, lines = start_at
+        corrections = [line for line in lines if "corrected" in line]
+        for index, label in ((0, "first STMt after STMs"), (1, "1.5 s later")):
+            values = [pair[index] for pair in pairs]
+            spread = [abs(v) for v in values]
+            summary[f"start_at_time_{'first' if index == 0 else 'later'}_median_abs_ms"] = statistics.median(spread)
+            summary[f"start_at_time_{'first' if index == 0 else 'later'}_worst_abs_ms"] = max(spread)
+            rows.append([f"start at a time, {label}: heard minus time since T (ms); {len(corrections)} corrections logged",
+                         len(values), statistics.median(spread), max(spread), ", ".join(f"{v:+d}" for v in values)])
+        summary["start_at_time_corrections"] = len(corrections)
     if starts:
         summary["first_sound_ours_minus_squeezelite_ms"] = statistics.median(starts)
         rows.append(["first sound after strm s: ours minus squeezelite (ms)", len(starts), statistics.median(starts),
