@@ -223,9 +223,19 @@ final class SlimprotoPlayer: @unchecked Sendable {
             refuse("the strm request names port 0")
             return
         }
+        var rawPCM: RawPCMFormat? = nil
+        if format == UInt8(ascii: "p") {
+            switch request.rawPCMFormat {
+            case .success(let given): rawPCM = given
+            case .failure(let error):
+                refuse(error.reason)
+                return
+            }
+        }
         let scheme = request.flags & 0x20 != 0 ? "https" : "http"
         let url = "\(scheme)://\(host):\(request.serverPort)\(path)"
-        let track = Track(url: url)
+        var track = Track(url: url)
+        track.rawPCM = rawPCM  // raw PCM unless the stream starts with a WAV or AIFF header
         let autostart = request.autostart == UInt8(ascii: "1") || request.autostart == UInt8(ascii: "3")
 
         if active, let current = service.currentTrack, streams[current.id]?.decoded == true, service.queue.count < 8 {

@@ -247,6 +247,23 @@ async def main(binary):
         check(rest[:joined] == flac[at:at + joined] and rest[joined:] == flac[at + joined + skip:],
               f"then the track from there, 22,050 frames skipped at frame {(at + joined) // frame_bytes}, the rest bit-exact")
 
+        # 5b. Raw PCM (strm format p): the fields give the format (24-bit, 44.1 kHz as the file output
+        # holds one rate, stereo, little-endian); a stream with a WAV header is read by its header
+        # whatever the fields say (aioslimproto's for audio/wav say 16-bit).
+        subprocess.run(["ffmpeg", "-v", "error", "-f", "lavfi", "-i", "sine=frequency=440:duration=1:sample_rate=44100", "-ac", "2",
+                        "-f", "s24le", os.path.join(media, "tone.pcm"), "-ac", "2", "-c:a", "pcm_s24le", os.path.join(media, "tone24.wav")], check=True)
+        raw = subprocess.run(["ffmpeg", "-v", "error", "-f", "s24le", "-sample_rate", "44100", "-ch_layout", "2c", "-i",
+                              os.path.join(media, "tone.pcm"), "-f", "f32le", "-"], check=True, capture_output=True).stdout
+        for name, mime in (("tone.pcm", "audio/pcm;rate=44100;bitrate=24;channels=2"), ("tone24.wav", "audio/wav")):
+            start = file_bytes()
+            ended = stats.count("STMu received")
+            await player.play_url(f"{base}/{name}", mime_type=mime)
+            await wait_for(lambda: stats.count("STMu received") > ended, f"STMu after {name}", timeout=30)
+            with open(output, "rb") as f:
+                f.seek(start)
+                heard = f.read()
+            check(heard == raw, f"{name} as {mime}: the file output is the raw samples' decode ({len(heard)} of {len(raw)} bytes, bit-exact)")
+
         # 6. A stream that is not there: STMn, and the player stays connected.
         failed = stats.count("STMn received")
         await player.play_url(f"{base}/missing.flac")
