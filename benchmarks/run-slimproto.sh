@@ -6,7 +6,9 @@
 # squeezelite+squeezelite) at the start and over a minute (a burst every
 # 10 s), the first sound after `strm s` with autostart
 # (ours minus squeezelite's, sent at one moment), and each player's steady
-# CPU and resident memory while playing (ratios from the same run).
+# CPU and resident memory while playing (ratios from the same run), and
+# ours alone started at a time (unpause at T): how far from T its first
+# frame is heard, over 2×RUNS (at least 10) starts.
 # Env: RUNS (5).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -94,9 +94,11 @@ final class FFmpegDecodeSession {
     // MARK: Open
 
     /// - Parameter memory: bytes to decode instead of opening `url` (see `FFmpegInput`).
+    /// - Parameter rawPCM: the source's format if it is raw PCM (see `FFmpegInput`).
     init(url: String, logger: any LoggerPort, network: FFmpegNetworkSettings = FFmpegNetworkSettings(),
-         interrupt: FFmpegInterruptFlag = FFmpegInterruptFlag(), memory: FFmpegMemorySource? = nil) throws(CoreError) {
-        let input = try FFmpegInput(url: url, network: network, interrupt: interrupt, memory: memory)
+         interrupt: FFmpegInterruptFlag = FFmpegInterruptFlag(), memory: FFmpegMemorySource? = nil,
+         rawPCM: RawPCMFormat? = nil) throws(CoreError) {
+        let input = try FFmpegInput(url: url, network: network, interrupt: interrupt, memory: memory, rawPCM: rawPCM)
         self.input = input
         self.logger = logger
         let parameters = input.parameters.pointee

@@ -41,10 +41,20 @@ public final class FFmpegDecoderAdapter: DecoderPort {
     }
 
     public func open(url: String) throws(CoreError) -> DecodeHandle {
+        try open(url: url, raw: nil)
+    }
+
+    /// Raw PCM by FFmpeg's raw demuxer for `format` (`s16le`, `s24be`…, with
+    /// its rate and channels), unless the source starts with a WAV or AIFF header.
+    public func open(url: String, rawPCM format: RawPCMFormat) throws(CoreError) -> DecodeHandle {
+        try open(url: url, raw: format)
+    }
+
+    private func open(url: String, raw: RawPCMFormat?) throws(CoreError) -> DecodeHandle {
         if interrupt.isSet { throw Self.interrupted(url) }
         let session: FFmpegDecodeSession
         do {
-            session = try FFmpegDecodeSession(url: url, logger: logger, network: network, interrupt: interrupt)
+            session = try FFmpegDecodeSession(url: url, logger: logger, network: network, interrupt: interrupt, rawPCM: raw)
         } catch {
             if interrupt.isSet { throw Self.interrupted(url) }
             throw error

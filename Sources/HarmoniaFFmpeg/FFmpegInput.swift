@@ -48,9 +48,12 @@ final class FFmpegInput {
     /// - Parameter headersOnly: skip FFmpeg's stream analysis (which decodes
     ///   frames) when the container's headers describe the stream completely
     ///   (`hasCompleteAudioHeader`): for reading tags, never for a decoder.
+    /// - Parameter rawPCM: the source is raw PCM in this format unless it
+    ///   starts with a WAV or AIFF header (FFmpeg's raw demuxer by name,
+    ///   with its rate and channels; no probe can tell raw PCM's format).
     init(url: String, network: FFmpegNetworkSettings = FFmpegNetworkSettings(),
          interrupt: FFmpegInterruptFlag = FFmpegInterruptFlag(),
-         memory: FFmpegMemorySource? = nil, headersOnly: Bool = false) throws(CoreError) {
+         memory: FFmpegMemorySource? = nil, headersOnly: Bool = false, rawPCM: RawPCMFormat? = nil) throws(CoreError) {
         _ = ffmpegProcessSettings
         guard !url.isEmpty else { throw .invalidArgument("url is empty: give a file path or an http(s) URL") }
         self.url = url
@@ -115,7 +118,17 @@ final class FFmpegInput {
         // 2. Identify the container from its content. A weak guess (from the
         //    file name alone) that then fails to open means "not media".
         var probed: UnsafePointer<AVInputFormat>? = nil
-        let score = av_probe_input_buffer2(io, &probed, location, nil, 0, 0)
+        var score = av_probe_input_buffer2(io, &probed, location, nil, 0, 0)
+        // Raw PCM: unless its content is a WAV or AIFF header, FFmpeg's raw
+        // demuxer for the format given (the probe rewound the input).
+        var demuxerOptions: OpaquePointer? = nil
+        defer { av_dict_free(&demuxerOptions) }
+        if let rawPCM, !(score > AVPROBE_SCORE_EXTENSION && probed.map({ ["wav", "aiff"].contains(String(cString: $0.pointee.name)) }) == true) {
+            probed = av_find_input_format(rawPCM.demuxerName)
+            score = AVPROBE_SCORE_MAX
+            av_dict_set(&demuxerOptions, "sample_rate", String(rawPCM.sampleRate), 0)
+            av_dict_set(&demuxerOptions, "ch_layout", "\(rawPCM.channels)c", 0)
+        }
         guard score >= 0, let probed else {
             closeIO()
             if let networkError { throw networkError }
@@ -148,7 +161,7 @@ final class FFmpegInput {
         // probe's answer was never used: skip it.
         if containerName == "wav" { format?.pointee.max_probe_packets = 0 }
         do {
-            try check(avformat_open_input(&format, location, probed, nil), "avformat_open_input")
+            try check(avformat_open_input(&format, location, probed, &demuxerOptions), "avformat_open_input")
         } catch {
             // avformat_open_input freed `format`; the I/O is ours to close.
             closeIO()

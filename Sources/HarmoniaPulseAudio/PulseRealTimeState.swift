@@ -57,6 +57,14 @@ final class PulseRealTimeState: @unchecked Sendable {
     /// written, counted as heard) and to write as silence (not heard).
     var skipPending: Int64 = 0
     var silencePending: Int64 = 0
+    /// A start at a time (`PulseAudioOutputAdapter.start(atMonotonicNanoseconds:)`):
+    /// the callback writes silence (not heard) instead of the ring up to
+    /// stream frame `startFrame`, and the ring's first frame there; `.max`
+    /// until the first timing report tells that frame. Silence already
+    /// written past it is written over (`PA_SEEK_ABSOLUTE`; the server
+    /// rewinds its sink for what it had taken).
+    var holdsForStart = false
+    var startFrame = Int64.max
     /// Largest write that fits one tile of libpulse's shared-memory pool
     /// (whole frames): a larger `pa_stream_begin_write` gets a malloc'ed block.
     var maxChunkFrames = 4096
@@ -110,6 +118,23 @@ final class PulseRealTimeState: @unchecked Sendable {
             let frames = min(size / frameBytes, remaining, maxChunkFrames)
             let out = data.assumingMemoryBound(to: Float.self)
             var got = 0
+            var seek = PA_SEEK_RELATIVE
+            var seekBytes: Int64 = 0
+            // 0. A start at a time: silence up to the start frame, written
+            // over from it when it lies behind what was written.
+            if holdsForStart {
+                if startFrame < streamFramesWritten {
+                    forgetSilence(from: startFrame)
+                    seek = PA_SEEK_ABSOLUTE
+                    seekBytes = (startFrame - streamOrigin) * Int64(frameBytes)
+                    streamFramesWritten = startFrame
+                }
+                got = Int(min(Int64(frames), startFrame - streamFramesWritten))
+                for i in 0..<(got * channels) { out[i] = 0 }
+                if got > 0 { logSilence(at: streamFramesWritten, frames: Int64(got)) }
+                if streamFramesWritten + Int64(got) >= startFrame { holdsForStart = false }
+            }
+            let held = got
             // 1. Audio lost with a previous server, sent again.
             while got < frames && replayFrom < replayTo {
                 let n = min(frames - got, Int(replayTo - replayFrom), historyFrames - Int(replayFrom & Int64(historyFrames - 1)))
@@ -135,7 +160,7 @@ final class PulseRealTimeState: @unchecked Sendable {
             }
             // 3. The ring.
             got += ring.read(into: out + got * channels, frames: frames - got)
-            if got > 0 { hadRealData = true }
+            if got > held { hadRealData = true }
             let onlyWhatExists = !playing || (draining && !(drainsWithSilence && !drainRequested)) || refilling
             if got < frames {
                 if onlyWhatExists {
@@ -161,7 +186,7 @@ final class PulseRealTimeState: @unchecked Sendable {
             }
             let written = (got < frames && onlyWhatExists) ? got : frames
             remember(out, frames: written)
-            pa_stream_write(stream, data, written * frameBytes, nil, 0, PA_SEEK_RELATIVE)
+            pa_stream_write(stream, data, written * frameBytes, nil, seekBytes, seek)
             streamFramesWritten += Int64(written)
             remaining -= written
             if written < frames { return }
@@ -232,17 +257,38 @@ final class PulseRealTimeState: @unchecked Sendable {
     /// of it from the sink's own queue) and counts as never heard; what the
     /// callback writes next is heard from `writeIndex` on.
     func flushed(playedUpTo played: Int64, writeIndex: Int64) {
-        while silenceCount > 0, silenceStarts[silenceCount - 1] >= played { silenceCount -= 1 }
-        if silenceCount > 0 {
-            let last = silenceCount - 1
-            silenceLengths[last] = min(silenceLengths[last], played - silenceStarts[last])
-        }
+        forgetSilence(from: played)
+        holdsForStart = false
         let end = max(writeIndex, played)
         if end > played { logSilence(at: played, frames: end - played) }
         streamFramesWritten = end
         replayFrom = 0
         replayTo = 0
         hadRealData = false
+    }
+
+    /// While holding for a start, before its frame is placed: writes the
+    /// last frame of silence again, in place (`PA_SEEK_ABSOLUTE`). The
+    /// server then asks its sink to rewind for a stream it has not taken
+    /// yet, so a sink that rendered ahead takes it sooner. Control side
+    /// (main loop lock held); no allocation.
+    func rewriteLastSilentFrame(_ stream: OpaquePointer) {
+        guard holdsForStart, startFrame == .max, streamFramesWritten > streamOrigin else { return }
+        var data: UnsafeMutableRawPointer? = nil
+        var size = frameBytes
+        guard pa_stream_begin_write(stream, &data, &size) >= 0, let data, size >= frameBytes else { return }
+        data.initializeMemory(as: UInt8.self, repeating: 0, count: frameBytes)
+        pa_stream_write(stream, data, frameBytes, nil, (streamFramesWritten - 1 - streamOrigin) * Int64(frameBytes), PA_SEEK_ABSOLUTE)
+    }
+
+    /// Forgets the silence logged from stream frame `position` on: what
+    /// lies there was dropped or is written over. Real-time safe.
+    private func forgetSilence(from position: Int64) {
+        while silenceCount > 0, silenceStarts[silenceCount - 1] >= position { silenceCount -= 1 }
+        if silenceCount > 0 {
+            let last = silenceCount - 1
+            silenceLengths[last] = min(silenceLengths[last], position - silenceStarts[last])
+        }
     }
 
     /// For a new stream after the old one was lost when it had played up to

@@ -182,6 +182,11 @@ extension PulseAudioOutputAdapter {
 
     func teardownStream() {
         stopTimingTimer()
+        // The old stream's last report must not place the next one: the
+        // write callback may fill the new stream while `openStream` waits,
+        // and a stale report made the first 16,537 frames of silence count
+        // as heard (a start at a time then heard 103 ms early).
+        reportPosition.reset()
         guard let stream else { return }
         setCallbacks(of: stream, realTime: nil)
         if pa_stream_get_state(stream) == PA_STREAM_READY {
@@ -241,6 +246,8 @@ extension PulseAudioOutputAdapter {
         // may never finish a drain: `drain` gives up at its deadline).
         if rt?.draining == true { pa_threaded_mainloop_signal(mainloop, 0) }
         timingInterval = starved ? Self.quickTiming : min(timingInterval * 2, slowestTiming)
+        // A start at a time waits for a report that places its start frame.
+        if let rt, rt.holdsForStart, rt.startFrame == .max { timingInterval = 10_000 }
         pa_context_rttime_restart(context, timer, pa_rtclock_now() + timingInterval)
     }
 

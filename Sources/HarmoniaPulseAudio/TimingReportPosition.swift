@@ -56,6 +56,17 @@ package struct TimingReportPosition: Sendable {
         valid = true
     }
 
+    /// The stream frame the sink plays at `microseconds` (past or future,
+    /// at most a minute from the report; negative before the stream's
+    /// first frame), when the report says the stream moves on; else nil.
+    /// A start at a time (`PulseAudioOutputAdapter.start(atMonotonicNanoseconds:)`).
+    package func streamFrame(playingAt microseconds: Int64, rate: Double) -> Int64? {
+        guard valid, moving, rate > 0, rate.isFinite else { return nil }
+        let (since, overflow) = microseconds.subtractingReportingOverflow(time)
+        guard !overflow, abs(since) <= 60_000_000 else { return nil }
+        return base + Int64((Double(since) * rate / 1e6).rounded())
+    }
+
     /// The play position at `microseconds`, in frames (never negative): the
     /// report's, carried on at `rate` when it said the stream moves and the
     /// stream still `runs` (uncorked); nil before a report.

@@ -1,3 +1,4 @@
+import HarmoniaCore
 // The slimproto wire format: frames from the server read, frames to it
 // written — specs/slimproto.md §Frames
 //
@@ -52,6 +53,36 @@ public struct StreamRequest: Equatable, Sendable {
     /// The HTTP request to send (request line and headers), as bytes.
     public var httpRequest: [UInt8]
 
+    /// squeezelite's rates by `pcmSampleRate` code, from '0'; 0 for '?' (from a header).
+    static let pcmRates = [11025, 22050, 32000, 44100, 48000, 8000, 12000, 16000, 24000, 96000, 88200, 176400,
+                           192000, 352800, 384000, 0, 705600, 768000]
+
+    /// The raw PCM format its four PCM fields give for format `p`, as
+    /// squeezelite reads them (size '0'–'3': 8–32 bits; rate: an index into
+    /// squeezelite's table; channels '1' or '2'; endianness '0' big, '1'
+    /// little); nil when any field is '?' (the stream's WAV or AIFF header
+    /// says). A field outside those: `.failure` with the reason.
+    public var rawPCMFormat: Result<RawPCMFormat?, StreamFieldError> {
+        let fields = [pcmSampleSize, pcmSampleRate, pcmChannels, pcmEndianness]
+        if fields.contains(UInt8(ascii: "?")) { return .success(nil) }
+        guard (UInt8(ascii: "0")...UInt8(ascii: "3")).contains(pcmSampleSize) else {
+            return .failure(StreamFieldError("PCM sample size code \(SlimprotoFrames.printable(pcmSampleSize)) is not '0'-'3'"))
+        }
+        let rateIndex = Int(pcmSampleRate) - Int(UInt8(ascii: "0"))
+        guard rateIndex >= 0, rateIndex < Self.pcmRates.count, Self.pcmRates[rateIndex] > 0 else {
+            return .failure(StreamFieldError("PCM sample rate code \(SlimprotoFrames.printable(pcmSampleRate)) is not a rate"))
+        }
+        guard pcmChannels == UInt8(ascii: "1") || pcmChannels == UInt8(ascii: "2") else {
+            return .failure(StreamFieldError("PCM channels code \(SlimprotoFrames.printable(pcmChannels)) is not '1' or '2'"))
+        }
+        guard pcmEndianness == UInt8(ascii: "0") || pcmEndianness == UInt8(ascii: "1") else {
+            return .failure(StreamFieldError("PCM endianness code \(SlimprotoFrames.printable(pcmEndianness)) is not '0' or '1'"))
+        }
+        let format = RawPCMFormat(bitsPerSample: 8 * (Int(pcmSampleSize - UInt8(ascii: "0")) + 1), sampleRate: Self.pcmRates[rateIndex],
+                                  channels: Int(pcmChannels - UInt8(ascii: "0")), bigEndian: pcmEndianness == UInt8(ascii: "0"))
+        return format.map { .success($0) } ?? .failure(StreamFieldError("PCM fields out of range"))
+    }
+
     /// The path of the request line (`GET /path HTTP/1.0`), nil when there is none.
     public var requestPath: String? {
         let lineEnd = httpRequest.firstIndex(where: { $0 == 0x0D || $0 == 0x0A }) ?? httpRequest.endIndex
@@ -60,6 +91,12 @@ public struct StreamRequest: Equatable, Sendable {
               parts[1].utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { return nil }
         return String(parts[1])
     }
+}
+
+/// A `strm` field the player cannot use: the reason, for STMn's log line.
+public struct StreamFieldError: Error, Equatable, Sendable {
+    public let reason: String
+    public init(_ reason: String) { self.reason = reason }
 }
 
 /// The codec of server frames: 2-byte big-endian length (opcode included),

@@ -163,7 +163,7 @@ final class SlimprotoPlayer: @unchecked Sendable {
             // Exact: that much silence heard, the position held (squeezelite's pause frames).
             if service.shiftPlayback(bySeconds: -Double(milliseconds) / 1000) { return }
             attempt("pause for \(milliseconds) ms") { () throws(CoreError) in try service.pause() }
-            resume(atNanoseconds: clock.now() &+ UInt64(milliseconds) * 1_000_000, align: false)
+            resume(atNanoseconds: clock.now() &+ UInt64(milliseconds) * 1_000_000, align: false, outputStarts: false)
         case UInt8(ascii: "u"):
             cancelTimer()
             let at = request.replayGain
@@ -174,7 +174,15 @@ final class SlimprotoPlayer: @unchecked Sendable {
                 attempt("unpause") { () throws(CoreError) in try service.play() }
             } else {
                 // Jiffy `at` as a time of the monotonic clock: this millisecond's start plus the wait.
-                resume(atNanoseconds: now - now % 1_000_000 + UInt64(wait) * 1_000_000, align: true)
+                let deadline = now - now % 1_000_000 + UInt64(wait) * 1_000_000
+                // The output starts its first frame at the deadline itself when it can (a
+                // track opened paused, on PulseAudio); else a timer plays then.
+                let before = service.currentTime()
+                var outputStarts = false
+                attempt("unpause at \(at)") { () throws(CoreError) in
+                    outputStarts = try service.play(atMonotonicNanoseconds: deadline)
+                }
+                resume(atNanoseconds: deadline, align: true, outputStarts: outputStarts, heardBefore: before)
             }
             stat("STMr")
         case UInt8(ascii: "a"):
@@ -215,9 +223,19 @@ final class SlimprotoPlayer: @unchecked Sendable {
             refuse("the strm request names port 0")
             return
         }
+        var rawPCM: RawPCMFormat? = nil
+        if format == UInt8(ascii: "p") {
+            switch request.rawPCMFormat {
+            case .success(let given): rawPCM = given
+            case .failure(let error):
+                refuse(error.reason)
+                return
+            }
+        }
         let scheme = request.flags & 0x20 != 0 ? "https" : "http"
         let url = "\(scheme)://\(host):\(request.serverPort)\(path)"
-        let track = Track(url: url)
+        var track = Track(url: url)
+        track.rawPCM = rawPCM  // raw PCM unless the stream starts with a WAV or AIFF header
         let autostart = request.autostart == UInt8(ascii: "1") || request.autostart == UInt8(ascii: "3")
 
         if active, let current = service.currentTrack, streams[current.id]?.decoded == true, service.queue.count < 8 {
@@ -260,13 +278,15 @@ final class SlimprotoPlayer: @unchecked Sendable {
     }
 
     /// Plays when the monotonic clock reaches `deadline` (a timer with no
-    /// leeway). With `align`, then lines the heard position up with the
+    /// leeway), unless `outputStarts` (the output was told to start then).
+    /// With `align`, then lines the heard position up with the
     /// clock: once the first frame after it is heard, the difference
-    /// between the audio heard since and the time passed since `deadline`
+    /// between the audio heard since (from `heardBefore`, else the position
+    /// at the deadline) and the time passed since `deadline`
     /// (the output's start latency, the timer's lateness) is skipped, or
     /// held as silence when early — to the frame, through the service's
-    /// `shiftPlayback` (specs/slimproto.md §Sync).
-    private func resume(atNanoseconds deadline: UInt64, align: Bool) {
+    /// `shiftPlayback` (specs/slimproto.md §Sync). Each correction is logged.
+    private func resume(atNanoseconds deadline: UInt64, align: Bool, outputStarts: Bool, heardBefore: Double? = nil) {
         let timer = DispatchSource.makeTimerSource(queue: .global(qos: .userInteractive))
         let service = self.service, clock = self.clock, log = self.log
         let cancellation = Cancellation()
@@ -274,12 +294,14 @@ final class SlimprotoPlayer: @unchecked Sendable {
         let now = clock.now()
         timer.schedule(deadline: .now() + .nanoseconds(Int(deadline > now ? deadline - now : 0)), leeway: .nanoseconds(0))
         timer.setEventHandler {
-            let before = service.currentTime()
-            do throws(CoreError) {
-                try service.play()
-            } catch {
-                log("slimproto: unpause: \(error)")
-                return
+            let before = outputStarts ? heardBefore ?? service.currentTime() : service.currentTime()
+            if !outputStarts {
+                do throws(CoreError) {
+                    try service.play()
+                } catch {
+                    log("slimproto: unpause: \(error)")
+                    return
+                }
             }
             guard align else { return }
             // Poll the heard position every millisecond for at most 5 s: once
@@ -295,6 +317,8 @@ final class SlimprotoPlayer: @unchecked Sendable {
                     let early = (heard - before) * 1000 - passed  // ms: negative when late
                     guard abs(early) >= 0.5, corrections < 3, service.shiftPlayback(bySeconds: -early / 1000) else { return }
                     corrections += 1
+                    log("slimproto: start at a time (\(outputStarts ? "by the output" : "on a timer")): heard "
+                        + "\(String(format: "%.2f", -early)) ms late; corrected (\(corrections))")
                     lookAgain = now &+ 1_000_000_000
                 }
                 guard service.isPlaying else { return }

@@ -43,6 +43,38 @@ struct FFmpegDecodeTests {
         #expect(maxDifference(ours[0..<count], reference[start..<start + count]) == 0)
     }
 
+    @Test("raw PCM in the format given (s16be mono, s24le stereo, s8): the ffmpeg command line's decode of the same bytes, bit for bit; a WAV given as raw PCM is read by its header")
+    func rawPCM() throws {
+        let wav = Fixtures.named("wav_s16_stereo_44k.wav").path
+        let folder = NSTemporaryDirectory() + "harmonia-raw-\(getpid())"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        for (demuxer, rate, channels) in [("s16be", 22050, 1), ("s24le", 48000, 2), ("s8", 44100, 2)] {
+            let raw = folder + "/tone.\(demuxer)"
+            let made = try ProcessRunner.run("/usr/bin/env", ["ffmpeg", "-nostdin", "-v", "error", "-i", wav, "-ar", "\(rate)",
+                                                              "-ac", "\(channels)", "-f", demuxer, raw])
+            #expect(made.status == 0, "\(made.stderrText)")
+            let reference = try ProcessRunner.run("/usr/bin/env", ["ffmpeg", "-nostdin", "-v", "error", "-f", demuxer, "-sample_rate",
+                                                                   "\(rate)", "-ch_layout", "\(channels)c", "-i", raw, "-f", "f32le", "-"])
+            let expected = reference.stdout.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
+            let format = try #require(RawPCMFormat(bitsPerSample: demuxer == "s8" ? 8 : demuxer == "s16be" ? 16 : 24, sampleRate: rate,
+                                                   channels: channels, bigEndian: demuxer.hasSuffix("be")))
+            let decoder = FFmpegDecoderAdapter()
+            let handle = try decoder.open(url: raw, rawPCM: format)
+            defer { decoder.close(handle) }
+            let info = try decoder.info(handle)
+            #expect(info.sampleRate == Double(rate) && info.channels == channels, "\(demuxer): \(info.sampleRate) Hz, \(info.channels) ch")
+            let ours = try decodeToEnd(decoder, handle)
+            #expect(!expected.isEmpty && ours == expected, "\(demuxer): \(ours.count) samples against \(expected.count)")
+        }
+        // The fixture's own header wins over a wrong raw format (squeezelite's header check).
+        let wrong = try #require(RawPCMFormat(bitsPerSample: 32, sampleRate: 8000, channels: 1, bigEndian: true))
+        let decoder = FFmpegDecoderAdapter()
+        let handle = try decoder.open(url: wav, rawPCM: wrong)
+        defer { decoder.close(handle) }
+        #expect(try decodeToEnd(decoder, handle) == Fixtures.cliReference(wav))
+    }
+
     @Test("reading in odd chunk sizes delivers the same samples", arguments: [1, 7, 1000, 65536])
     func chunking(chunk: Int) throws {
         for name in ["mp3_cbr_stereo_44k.mp3", "flac_s16_51_48k.flac", "opus_stereo_48k.opus"] {

@@ -105,6 +105,43 @@ struct PulseAudioOutputAdapterTests {
         Issue.record("\(what): three runs in a row underflowed; none could show the sink plays exactly the decoded samples")
     }
 
+    @Test("a start at a time: nothing counted as heard before it, then exactly the decoded samples (PipeWire: not offered)")
+    func startAtATime() throws {
+        let name = "flac_s16_stereo_44k.flac"
+        let (samples, info) = try decodeAll(name)
+        try exactOrReported("\(name) started at a time") {
+            let recorder = try SinkRecorder(rate: Int(info.sampleRate), channels: info.channels)
+            let output = PulseAudioOutputAdapter(options: pulseOptions(device: recorder.sinkName, latency: 0.5))
+            try output.configure(sampleRate: info.sampleRate, channels: info.channels)
+            let frames = samples.count / info.channels
+            #expect(output.write(samples, frameCount: frames) == frames)
+            let clock = MonotonicClockAdapter()
+            let deadline = clock.now() + 300_000_000
+            if try output.start(atMonotonicNanoseconds: deadline) {
+                // The silence played until then is never heard, however late the server's reports.
+                var heardEarly: Int64 = 0
+                while clock.now() + 2_000_000 < deadline {
+                    heardEarly = max(heardEarly, output.framesPlayed)
+                    clock.sleep(nanoseconds: 1_000_000)
+                }
+                #expect(heardEarly == 0, "\(heardEarly) frames counted as heard before the start time")
+            } else {
+                #expect(PulseTestServer.isPipeWire, "PulseAudio offers a start at a time")
+                try output.start()
+            }
+            output.drain()
+            let played = output.framesPlayed
+            output.stop()
+            let recording = try recorder.finish()
+            #expect(played >= Int64(frames) - 1 && played <= Int64(frames), "heard \(played) of \(frames) frames")
+            let offset = SinkRecorder.offset(of: samples, in: recording, channels: info.channels)
+            let start = (offset ?? 0) * info.channels
+            let exact = offset != nil && start + samples.count <= recording.count
+                && recording[start..<(start + samples.count)].elementsEqual(samples)
+            return (exact, output.underrunCount + recorder.graphLateCycles)
+        }
+    }
+
     @Test("stereo at 44.1 kHz: the sink plays exactly the decoded samples")
     func stereoBitExact() throws {
         try playsBitExact("flac_s16_stereo_44k.flac")
@@ -363,6 +400,22 @@ struct TimingReportPositionTests {
         #expect(p.frames(at: 1_900_000, rate: rate, runs: true) == 49_040)
         p.reset()
         #expect(p.frames(at: 1_900_000, rate: rate, runs: true) == nil)
+    }
+
+    @Test("a start at a time: the stream frame the sink plays at a moment, past or future, before or after the stream's first frame")
+    func streamFrameAtATime() {
+        var p = TimingReportPosition()
+        #expect(p.streamFrame(playingAt: 0, rate: rate) == nil, "nil before a report")
+        // The sink 419.5 ms from the stream's first frame, which plays at 1.4195 s.
+        p.observe(readIndexFrames: 0, writeIndexFrames: 38_587, sinkMicroseconds: 419_500, playing: false,
+                  prebufferFrames: 24_000, at: 1_000_000, rate: rate)
+        #expect(p.streamFrame(playingAt: 1_719_500, rate: rate) == 14_400, "300 ms after the first frame")
+        #expect(p.streamFrame(playingAt: 1_300_000, rate: rate) == -5_736, "before the sink takes the stream: negative")
+        #expect(p.streamFrame(playingAt: 62_000_000, rate: rate) == nil, "more than a minute from the report")
+        #expect(p.streamFrame(playingAt: .min, rate: rate) == nil, "time that overflows")
+        p.observe(readIndexFrames: 50_000, writeIndexFrames: 50_000, sinkMicroseconds: 20_000, playing: false,
+                  prebufferFrames: 24_000, at: 1_000_000, rate: rate)
+        #expect(p.streamFrame(playingAt: 1_100_000, rate: rate) == nil, "a stream that does not move (short of its pre-buffer)")
     }
 
     @Test("hostile reports: negative, huge, a zero or NaN rate — no trap, the report forgotten")

@@ -1,5 +1,6 @@
 // The slimproto codec on frames built by hand, and on hostile bytes
 // — specs/slimproto.md §Frames
+import HarmoniaCore
 import HarmoniaSlimproto
 import Testing
 
@@ -12,10 +13,10 @@ struct SlimprotoFramesTests {
     }
 
     /// `strm` as aioslimproto packs it ("!cc5sBcBcBBBLHL" + request).
-    static func strm(_ command: Character, autostart: Character = "0", format: Character = "f", replayGain: UInt32 = 0,
-                     port: UInt16 = 8080, ip: UInt32 = 0x7F00_0001, request: String = "") -> [UInt8] {
+    static func strm(_ command: Character, autostart: Character = "0", format: Character = "f", pcm: [UInt8] = Array("????".utf8),
+                     replayGain: UInt32 = 0, port: UInt16 = 8080, ip: UInt32 = 0x7F00_0001, request: String = "") -> [UInt8] {
         var payload: [UInt8] = [UInt8(ascii: command.unicodeScalars.first!), UInt8(ascii: autostart.unicodeScalars.first!),
-                                UInt8(ascii: format.unicodeScalars.first!)] + Array("????".utf8)
+                                UInt8(ascii: format.unicodeScalars.first!)] + pcm
         payload += [200, UInt8(ascii: "0"), 0, UInt8(ascii: "0"), 0, 20, 0]
         payload += [UInt8(replayGain >> 24), UInt8((replayGain >> 16) & 0xFF), UInt8((replayGain >> 8) & 0xFF), UInt8(replayGain & 0xFF)]
         payload += [UInt8(port >> 8), UInt8(port & 0xFF)]
@@ -48,6 +49,37 @@ struct SlimprotoFramesTests {
         #expect(strm.serverPort == 8080)
         #expect(SlimprotoFrames.dotted(strm.serverIP) == "127.0.0.1")
         #expect(strm.requestPath == "/stream/track.flac?x=1")
+    }
+
+    @Test("strm format p: the PCM fields as squeezelite reads them; '?' leaves it to the header; any other code is refused with its reason")
+    func rawPCMFields() throws {
+        func format(_ fields: String) -> Result<RawPCMFormat?, StreamFieldError>? { format(bytes: Array(fields.utf8)) }
+        func format(bytes: [UInt8]) -> Result<RawPCMFormat?, StreamFieldError>? {
+            guard case .stream(let strm)? = Self.decodeAll(Self.strm("s", format: "p", pcm: bytes)).first else { return nil }
+            return strm.rawPCMFormat
+        }
+        #expect(format("1321") == .success(RawPCMFormat(bitsPerSample: 16, sampleRate: 44100, channels: 2, bigEndian: false)))
+        #expect(format("2420") == .success(RawPCMFormat(bitsPerSample: 24, sampleRate: 48000, channels: 2, bigEndian: true)))
+        #expect(format("3>11") == .success(RawPCMFormat(bitsPerSample: 32, sampleRate: 384000, channels: 1, bigEndian: false)))
+        #expect(format("0511") == .success(RawPCMFormat(bitsPerSample: 8, sampleRate: 8000, channels: 1, bigEndian: false)))
+        #expect(format("1A21") == .success(RawPCMFormat(bitsPerSample: 16, sampleRate: 768000, channels: 2, bigEndian: false)))
+        #expect(format("??2?") == .success(nil))
+        #expect(format("1321").flatMap { try? $0.get() }??.demuxerName == "s16le")
+        #expect(format("2420").flatMap { try? $0.get() }??.demuxerName == "s24be")
+        let hostile: [([UInt8], String)] = [(Array("4321".utf8), "sample size"), (Array("1B21".utf8), "sample rate"),
+                                             (Array("1/21".utf8), "sample rate"), (Array("1331".utf8), "channels"),
+                                             (Array("1301".utf8), "channels"), (Array("1322".utf8), "endianness"),
+                                             ([0, 0, 0, 0], "sample size"), ([0x31, 0xFF, 0x32, 0x31], "sample rate")]
+        for (fields, reason) in hostile {
+            guard case .failure(let error)? = format(bytes: fields) else {
+                Issue.record("\(fields) accepted")
+                continue
+            }
+            #expect(error.reason.contains(reason), "\(fields): \(error.reason)")
+        }
+        #expect(RawPCMFormat(bitsPerSample: 12, sampleRate: 44100, channels: 2, bigEndian: false) == nil)
+        #expect(RawPCMFormat(bitsPerSample: 16, sampleRate: 0, channels: 2, bigEndian: false) == nil)
+        #expect(RawPCMFormat(bitsPerSample: 16, sampleRate: 44100, channels: 9, bigEndian: false) == nil)
     }
 
     @Test("A frame split anywhere comes out whole once its last byte arrives; several in one read come out in order")

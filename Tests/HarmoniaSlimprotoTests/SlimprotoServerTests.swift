@@ -11,7 +11,7 @@ struct SlimprotoServerTests {
     static let python = Fixtures.repositoryRoot + "/.build/python-slimproto/bin/python3"
     static let script = Fixtures.repositoryRoot + "/Tests/Slimproto/slimproto_player_test.py"
 
-    @Test("aioslimproto: HELO registers device 12 with its codecs and name; play bit-exact to the file output after the server's gain; STMc before RESP, the stream's own headers; DSCO; STAT's buffer fields; pause and unpause lose no frame; a gapless FLAC→Ogg queue through STMd; stop; pause-for and skip-ahead to the frame; a 404 is STMn and DSCO 3; server restart; 30 malformed frames from a raw socket; SIGTERM")
+    @Test("aioslimproto: HELO registers device 12 with its codecs and name; play bit-exact to the file output after the server's gain; STMc before RESP, the stream's own headers; DSCO; STAT's buffer fields; pause and unpause lose no frame; a gapless FLAC→Ogg queue through STMd; stop; pause-for and skip-ahead to the frame; raw PCM (strm p) and a WAV by its header, bit-exact; a 404 is STMn and DSCO 3; server restart; 30 malformed frames from a raw socket; SIGTERM")
     func aioslimproto() throws {
         try runScript([], seconds: 180)
     }

@@ -14,7 +14,12 @@
   track with sound from its first frame on the left channel, squeezelite the
   same on the right; the difference between their first sounds in the
   monitor's recording, then each one's CPU time over 20 s of steady
-  playback and its resident memory, from /proc.
+  playback and its resident memory, from /proc;
+- start at a time: ours alone, a tone opened with autostart 0 and
+  unpaused at jiffies T 300 ms ahead, 2×RUNS (at least 10) times: the
+  heard position (elapsed) of the first STMt after STMs minus the time
+  since T (jiffies), so 0 when the first frame was heard at T; the same
+  1.5 s later, and the corrections the player logged after the start.
 
 Each part RUNS times, alternating. Usage: slimproto_bench.py --ours BIN --runs N --out FILE"""
 import argparse
@@ -31,7 +36,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "Tests", "Slimproto"))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 from slimproto_player_test import (first_sounds, group_offset, group_offsets, member_command, new_server,  # noqa: E402
-                                   free_port, start_http, tear_down, wait_for)
+                                   free_port, ours_beats, start_http, start_offsets, tear_down, wait_for)
 from process_usage import cpu_seconds, memory_kib  # noqa: E402
 
 # Bursts over a minute: at 3 s, then every 10 s.
@@ -44,7 +49,12 @@ SETTLE_SECONDS = 5.0
 
 async def start_and_footprint(binary, ours_first):
     """One run of the second part: returns (ours' first sound minus
-    squeezelite's, ms, after `strm s`; {kind: (cpu %, RSS MiB, peak RSS MiB)})."""
+    squeezelite's, ms, after `strm s`; {kind: (cpu %, RSS MiB, peak RSS MiB)};
+    {kind: first sound, ms after its `strm s` was sent}). The absolute times:
+    ours from its own heard position (an STMt: jiffies, CLOCK_MONOTONIC ms
+    as Python's time.monotonic, less elapsed, is when its first frame was
+    heard, read from the sound server's reports); squeezelite's from ours
+    and the distance between the two first sounds in the recording."""
     pulse_server = os.environ.get("PULSE_SERVER") or f"unix:{os.environ['HARMONIA_PULSE_DIR']}/native"
     work = tempfile.mkdtemp(prefix="harmonia-slimproto-footprint-")
     seconds = SETTLE_SECONDS + STEADY_SECONDS + 15
@@ -84,6 +94,11 @@ async def start_and_footprint(binary, ours_first):
         await wait_for(lambda: first_sounds(recording) is not None, "both first sounds in the recording", timeout=20)
         ours_frame, lite_frame = first_sounds(recording)
         start_difference = (ours_frame - lite_frame) / 48 - (sent["ours"] - sent["squeezelite"]) * 1000
+        jiffies, elapsed = await ours_beats(players["ours"]).ask()
+        since_send = ((jiffies - elapsed) - round(sent["ours"] * 1000)) & 0xFFFFFFFF
+        first_sound = {"ours": since_send if since_send < 1 << 31 else since_send - (1 << 32)}
+        first_sound["squeezelite"] = (first_sound["ours"] + sent["ours"] * 1000 + (lite_frame - ours_frame) / 48
+                                      - sent["squeezelite"] * 1000)
         await asyncio.sleep(SETTLE_SECONDS)
         before = {kind: cpu_seconds(proc.pid) for kind, proc in procs.items()}
         began = time.monotonic()
@@ -93,7 +108,7 @@ async def start_and_footprint(binary, ours_first):
         for kind, proc in procs.items():
             peak, rss = memory_kib(proc.pid)
             footprint[kind] = ((cpu_seconds(proc.pid) - before[kind]) / spent * 100, rss / 1024, peak / 1024)
-        return start_difference, footprint
+        return start_difference, footprint, first_sound
     finally:
         await tear_down(list(procs.values()) + [keeper, recorder], server, http_server, work)
 
@@ -102,7 +117,13 @@ PAIRS = (("ours", "ours"), ("ours", "squeezelite"), ("squeezelite", "squeezelite
 
 async def measure(binary, runs, parts):
     offsets = {pair: [] for pair in PAIRS}
-    starts, footprints, minute = [], [], {}
+    starts, footprints, minute, first_sounds_ms = [], [], {}, []
+    start_at = None
+    if "start" in parts:
+        try:
+            start_at = await start_offsets(binary, max(10, 2 * runs))
+        except Exception as error:
+            print(f"slimproto_bench: start at a time: {error}", file=sys.stderr)
     for pair in PAIRS if "minute" in parts else ():
         try:
             minute[pair] = await group_offsets(binary, pair, bursts=MINUTE_BURSTS)
@@ -116,12 +137,13 @@ async def measure(binary, runs, parts):
                 print(f"slimproto_bench: {'+'.join(pair)}: {error}", file=sys.stderr)
         if "footprint" in parts:
             try:
-                difference, footprint = await start_and_footprint(binary, ours_first=run % 2 == 0)
+                difference, footprint, first_sound = await start_and_footprint(binary, ours_first=run % 2 == 0)
                 starts.append(difference)
                 footprints.append(footprint)
+                first_sounds_ms.append(first_sound)
             except Exception as error:
                 print(f"slimproto_bench: start and footprint: {error}", file=sys.stderr)
-    return offsets, starts, footprints, minute
+    return offsets, starts, footprints, minute, start_at, first_sounds_ms
 
 
 def main():
@@ -129,9 +151,9 @@ def main():
     parser.add_argument("--ours", required=True)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--out", required=True)
-    parser.add_argument("--parts", default="sync,minute,footprint", help="sync, minute, footprint (comma-separated)")
+    parser.add_argument("--parts", default="start,sync,minute,footprint", help="start, sync, minute, footprint (comma-separated)")
     args = parser.parse_args()
-    offsets, starts, footprints, minute = asyncio.run(measure(args.ours, args.runs, args.parts.split(",")))
+    offsets, starts, footprints, minute, start_at, first_sounds_ms = asyncio.run(measure(args.ours, args.runs, args.parts.split(",")))
     rows, medians = [], {}
     for pair, values in offsets.items():
         spread = [abs(v) for v in values]
@@ -149,10 +171,27 @@ def main():
         summary[f"minute_drift_ms_{'+'.join(pair)}"] = drift
         rows.append([f"{'+'.join(pair)} over a minute: offset moved by (ms)", len(values), drift, max(values, key=abs) if values else None,
                      ", ".join(f"{v:+.1f}" for v in values)])
+    if start_at:
+        pairs, lines = start_at
+        corrections = [line for line in lines if "corrected" in line]
+        for index, label in ((0, "first STMt after STMs"), (1, "1.5 s later")):
+            values = [pair[index] for pair in pairs]
+            spread = [abs(v) for v in values]
+            summary[f"start_at_time_{'first' if index == 0 else 'later'}_median_abs_ms"] = statistics.median(spread)
+            summary[f"start_at_time_{'first' if index == 0 else 'later'}_worst_abs_ms"] = max(spread)
+            rows.append([f"start at a time, {label}: heard minus time since T (ms); {len(corrections)} corrections logged",
+                         len(values), statistics.median(spread), max(spread), ", ".join(f"{v:+d}" for v in values)])
+        summary["start_at_time_corrections"] = len(corrections)
     if starts:
         summary["first_sound_ours_minus_squeezelite_ms"] = statistics.median(starts)
         rows.append(["first sound after strm s: ours minus squeezelite (ms)", len(starts), statistics.median(starts),
                      max(starts, key=abs), ", ".join(f"{v:+.1f}" for v in starts)])
+    if first_sounds_ms:
+        for kind in ("ours", "squeezelite"):
+            values = [f[kind] for f in first_sounds_ms]
+            summary[f"first_sound_after_strm_s_ms_{kind}"] = statistics.median(values)
+            rows.append([f"first sound after strm s, {kind} (ms, absolute)", len(values), statistics.median(values),
+                         max(values), ", ".join(f"{v:.1f}" for v in values)])
     if footprints:
         for index, label in ((0, "steady CPU %"), (1, "RSS MiB"), (2, "peak RSS MiB")):
             ratios = [f["ours"][index] / f["squeezelite"][index] for f in footprints if f["squeezelite"][index] > 0]
@@ -176,7 +215,13 @@ def main():
                      "a 10 ms stream of silence keeps the null sink in small blocks; the difference between the first "
                      "sounds in the monitor's recording (less the difference between the sends); then utime+stime over "
                      f"{STEADY_SECONDS:.0f} s of steady playback ({SETTLE_SECONDS:.0f} s after the later first sound) and "
-                     "VmRSS/VmHWM at its end, from /proc. Ratios from the same run; median over the runs.",
+                     "VmRSS/VmHWM at its end, from /proc. Ratios from the same run; median over the runs. "
+                     "First sound as an absolute time: ours from an STMt after its first sound (jiffies, CLOCK_MONOTONIC "
+                     "ms, less elapsed, its heard position from the sound server's reports) minus the moment its "
+                     "`strm s` was sent (time.monotonic); squeezelite's from ours and the distance between the two "
+                     "first sounds in the recording. "
+                     "Start at a time: ours alone, a tone opened with autostart 0, unpaused at jiffies T 300 ms ahead; "
+                     "the first STMt after STMs and one 1.5 s later: elapsed minus the time since T.",
            "columns": ["pair", "runs", "median |offset| ms", "worst |offset| ms", "offsets ms (first member later: +)"],
            "rows": rows, "headline": headline,
            "notes": ["squeezelite is Debian's squeezelite-pa (PulseAudio build) 1.9.9.",

@@ -49,6 +49,10 @@ public struct Track: Sendable, Equatable, Hashable, Codable, Identifiable {
     public var start: Double?
     /// Seconds into the file where the track ends; `nil` is the end of the file.
     public var end: Double?
+    /// The format of a source that is raw PCM without a header (nil: the
+    /// decoder finds the format itself). A source that starts with a WAV or
+    /// AIFF header is read by that header instead.
+    public var rawPCM: RawPCMFormat?
 
     /// Builds a queue entry for `url`, with a fresh `id` unless one is given;
     /// every other field defaults to nil (the lists to empty). Tag text is

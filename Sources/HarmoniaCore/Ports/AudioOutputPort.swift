@@ -117,6 +117,17 @@ public protocol AudioOutputPort: AnyObject, Sendable {
     /// `configure` and `stop`. Returns false when the output cannot (the
     /// default). Any thread; never blocks on the device.
     func shiftPlayback(byFrames frames: Int64) -> Bool
+
+    /// As `start`, with the first frame written heard when the monotonic
+    /// clock (`MonotonicClockAdapter`, CLOCK_MONOTONIC, ns) reaches
+    /// `deadline`: until then the output plays silence that `framesPlayed`
+    /// does not count. A group's start at a time (slimproto's unpause at
+    /// T). Returns false, without starting, when the output cannot (the
+    /// default; an output with audio of this stream already in its device,
+    /// a resume): the caller then starts at the deadline itself. A deadline
+    /// already past starts at once.
+    /// - Throws: as `start`.
+    func start(atMonotonicNanoseconds deadline: UInt64) throws(CoreError) -> Bool
 }
 
 extension AudioOutputPort {
@@ -126,4 +137,5 @@ extension AudioOutputPort {
     }
     public func releaseHeldFrames() {}
     public func shiftPlayback(byFrames frames: Int64) -> Bool { false }
+    public func start(atMonotonicNanoseconds deadline: UInt64) throws(CoreError) -> Bool { false }
 }

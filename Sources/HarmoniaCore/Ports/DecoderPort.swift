@@ -30,6 +30,13 @@ public protocol DecoderPort: AnyObject, Sendable {
     ///   `decodeError` (corrupt headers or first packet), `invalidArgument` (empty url).
     func open(url: String) throws(CoreError) -> DecodeHandle
 
+    /// As `open(url:)`, for a source that may be raw PCM without a header,
+    /// in `format`: one that starts with a WAV or AIFF header is read by
+    /// that header (as squeezelite reads slimproto's `p` streams).
+    /// - Throws: as `open(url:)`; `unsupported` from a decoder that cannot
+    ///   read raw PCM (the default).
+    func open(url: String, rawPCM format: RawPCMFormat) throws(CoreError) -> DecodeHandle
+
     /// The stream's format and exact length. Does no I/O.
     /// - Throws: `invalidState` for a closed or unknown handle.
     func info(_ handle: DecodeHandle) throws(CoreError) -> StreamInfo
@@ -79,6 +86,9 @@ public protocol DecoderPort: AnyObject, Sendable {
 
 extension DecoderPort {
     /// This decoder does not read tags: nil.
+    public func open(url: String, rawPCM format: RawPCMFormat) throws(CoreError) -> DecodeHandle {
+        throw .unsupported("\(url): this decoder cannot read raw PCM (\(format.demuxerName))")
+    }
     public func tags(_ handle: DecodeHandle) throws(CoreError) -> TagBundle? { nil }
 
     /// The URL alone decides.

@@ -323,6 +323,33 @@ public final class DefaultPlaybackService: PlaybackService, @unchecked Sendable 
         }
     }
 
+    /// As `play` from paused before the output has started (a track opened
+    /// paused), with its first frame heard when the monotonic clock reaches
+    /// `deadline` (ns; `AudioOutputPort.start(atMonotonicNanoseconds:)`):
+    /// the heard position holds at the track's start until then. Returns
+    /// false and changes nothing when it cannot — not paused, the output
+    /// already started (a resume), or an output that cannot start at a
+    /// time — and the caller then plays at the deadline itself
+    /// (specs/slimproto.md §Sync). Any thread.
+    /// - Throws: as `play`, when the output fails to start.
+    public func play(atMonotonicNanoseconds deadline: UInt64) throws(CoreError) -> Bool {
+        try engine.withLock { () throws(CoreError) -> Bool in
+            guard case .paused = currentState, !outputStarted, outputFormat != nil else { return false }
+            do throws(CoreError) {
+                guard try output.start(atMonotonicNanoseconds: deadline) else { return false }
+            } catch {
+                fail(with: error, url: nil)
+                throw error
+            }
+            outputStarted = true
+            intent = .playing
+            nextPositionTick = clock.now()
+            setState(.playing)
+            wakeDecodeThread()
+            return true
+        }
+    }
+
     public func pause() throws(CoreError) {
         try engine.withLock { () throws(CoreError) in
             switch currentState {

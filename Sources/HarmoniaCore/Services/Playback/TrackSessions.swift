@@ -45,7 +45,11 @@ extension DefaultPlaybackService {
     private func prepareTrack(_ track: Track) -> Result<PreparedTrack, CoreError> {
         let handle: DecodeHandle
         do throws(CoreError) {
-            handle = try decoder.open(url: track.url)
+            if let format = track.rawPCM {
+                handle = try decoder.open(url: track.url, rawPCM: format)
+            } else {
+                handle = try decoder.open(url: track.url)
+            }
         } catch {
             return .failure(error)
         }
