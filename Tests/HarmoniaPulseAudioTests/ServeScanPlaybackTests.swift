@@ -28,16 +28,22 @@ struct ServeScanPlaybackTests {
     /// in one run can come from outside the process on a shared 2-core
     /// machine (in one CI run: one underrun, not reproduced in dozens of
     /// runs here), so a run with one is reported and followed by two more,
-    /// and both must be clean.
+    /// and both must be clean. What is judged is the scan's time: an
+    /// underrun before it (a stream's first second on a PipeWire just
+    /// started: 1 in 2 of 3 runs of one CI run, none in 9 runs here) is
+    /// reported, and is the other tests' to judge; the scan starts once
+    /// a second has been heard. The 1,200 files are linked before playback
+    /// starts, so the test's own burst of file system work does not fall in
+    /// either window.
     @Test("a 1,200-file scan on 2 cores during playback: no underrun, playback goes on")
     func scanWhilePlaying() throws {
         let first = try run()
         print("[scan while playing] run 1: \(first)")
-        if first.underruns == 0 { return }
+        if first.underrunsDuringScan == 0 { return }
         for attempt in 2...3 {
             let again = try run()
             print("[scan while playing] run \(attempt): \(again)")
-            #expect(again.underruns == 0, "run \(attempt) after an underrun in run 1: \(again)")
+            #expect(again.underrunsDuringScan == 0, "run \(attempt) after an underrun in run 1: \(again)")
         }
     }
 
@@ -58,16 +64,25 @@ struct ServeScanPlaybackTests {
         let events = try UnixLineClient(path: socket)
         defer { events.close() }
         let client = try server.client()
-        _ = try client.command("add \"long/tone.flac\"")
-        _ = try client.command("play")
-        #expect(events.lines.take(timeout: 20) { $0.contains("\"state\":\"playing\"") } != nil)
-
-        // 1,200 new files (links to one short fixture), then MPD's update.
+        // 1,200 new files (links to one short fixture), found by MPD's
+        // update once playback runs (serve does not watch the folder).
         let source = Fixtures.named("flac_s16_stereo_44k.flac").path
         for folder in 0..<60 {
             try FileManager.default.createDirectory(atPath: music + "/album \(folder)", withIntermediateDirectories: true)
             for track in 0..<20 { try FileManager.default.linkItem(atPath: source, toPath: music + "/album \(folder)/\(track).flac") }
         }
+        _ = try client.command("add \"long/tone.flac\"")
+        _ = try client.command("play")
+        #expect(events.lines.take(timeout: 20) { $0.contains("\"state\":\"playing\"") } != nil)
+        // The stream's first second (a new stream's start on a PipeWire just
+        // started can underrun) is before the scan: a position event at 1 s.
+        let settled = events.lines.take(timeout: 20) { line in
+            guard line.contains("\"event\":\"position\""),
+                  let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                  let data = object["data"] as? [String: Any], let position = data["position"] as? Double else { return false }
+            return position >= 1
+        }
+        #expect(settled != nil, "no position event at 1 s or later")
         func underruns() -> Int { events.lines.all.filter { $0.contains("\"event\":\"underrun\"") }.count }
         var result = Run()
         result.underrunsBeforeScan = underruns()
