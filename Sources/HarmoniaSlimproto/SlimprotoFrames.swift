@@ -1,10 +1,10 @@
-import HarmoniaCore
 // The slimproto wire format: frames from the server read, frames to it
 // written — specs/slimproto.md §Frames
 //
 // Pure: no socket, no clock. Every number from the server is checked before
 // it is used; a frame that does not parse is a `SlimprotoCommand.malformed`
 // with a one-line reason, never a trap.
+import HarmoniaCore
 
 /// One frame from the server, decoded.
 public enum SlimprotoCommand: Equatable, Sendable {
