@@ -23,6 +23,11 @@ public protocol LibraryStorePort: AnyObject, Sendable {
     /// - Throws: `notFound` when the folder is not in the library.
     func listing(of directory: String, songOrder: LibrarySongOrder) throws(CoreError) -> LibraryListing
 
+    /// `listing(of:songOrder:)` with each song as its record: what a folder
+    /// listing prints, which a store may read without building each song.
+    /// - Throws: `notFound` when the folder is not in the library.
+    func recordListing(of directory: String, songOrder: LibrarySongOrder) throws(CoreError) -> LibraryRecordListing
+
     /// What the scanner compares with the disk in `directory`: the paths and
     /// modification times of its subfolders, songs (with their sizes) and
     /// playlists — `listing(of:)` without tags or order, so an unchanged
@@ -151,6 +156,11 @@ extension LibraryStorePort {
     /// - Throws: `notFound` when the folder is not in the library.
     public func listing(of directory: String) throws(CoreError) -> LibraryListing {
         try listing(of: directory, songOrder: .name)
+    }
+
+    /// The records of `listing(of:songOrder:)`'s songs, for a store that has nothing leaner.
+    public func recordListing(of directory: String, songOrder: LibrarySongOrder) throws(CoreError) -> LibraryRecordListing {
+        LibraryRecordListing(try listing(of: directory, songOrder: songOrder))
     }
 
     /// `visitEntries(under:songOrder:_:)` with each folder's songs in natural order of name.

@@ -165,15 +165,9 @@ public struct MPDResponseWriter: Sendable {
     /// Differs from MPD in one way: MPD prints tags in the order the file
     /// has them; we print them in MPD's tag-type order.
     public mutating func appendSong(_ song: LibrarySong, position: Int? = nil, id: Int? = nil, priority: Int = 0) {
-        append("file", song.path)
-        append("Last-Modified", Self.iso8601(song.modified))
-        if let format = song.format, !format.isEmpty { append("Format", format) }
-        appendTags(of: song)
-        if let duration = song.duration, duration >= 0, duration.isFinite {
-            let (whole, exact) = Self.durationFields(duration)
-            append("Time", whole)
-            append("duration", exact)
-        }
+        appendRecordHead(path: song.path, modified: song.modified, format: song.format)
+        appendTags(song.tags)
+        appendRecordTail(duration: song.duration)
         if let position, let id {
             append("Pos", position)
             append("Id", id)
@@ -181,10 +175,62 @@ public struct MPDResponseWriter: Sendable {
         }
     }
 
+    /// A song's record from the store's record (`appendSong(_:)` without
+    /// queue fields): tag lines are copied as they are when the client
+    /// wants every tag they hold.
+    public mutating func appendSong(_ record: LibrarySongRecord) {
+        appendRecordHead(path: record.path, modified: record.modified, format: record.format)
+        switch record.tags {
+        case .lines(let lines) where tagMask.containsAll(libraryTags: lines.presentTags):
+            var text = lines.text
+            text.withUTF8 { appendRaw($0) }
+        case .lines(let lines):
+            lines.forEachLine { tag, value in
+                let type = MPDTagType(tag)
+                guard tagMask.contains(type) else { return }
+                appendLine(type.name, value)
+            }
+        case .values(let tags):
+            appendTags(tags)
+        }
+        appendRecordTail(duration: record.duration)
+    }
+
+    /// `file:`, `Last-Modified:` and `Format:` (when known), a record's first lines.
+    private mutating func appendRecordHead(path: String, modified: Int64, format: String?) {
+        append("file", path)
+        append("Last-Modified", Self.iso8601(modified))
+        if let format, !format.isEmpty { append("Format", format) }
+    }
+
+    /// `Time:` and `duration:`, when the duration is known.
+    private mutating func appendRecordTail(duration: Double?) {
+        if let duration, duration >= 0, duration.isFinite {
+            let (whole, exact) = Self.durationFields(duration)
+            append("Time", whole)
+            append("duration", exact)
+        }
+    }
+
+    /// `key: value` from a value already known to hold no newline (a tag line's).
+    private mutating func appendLine(_ key: String, _ value: UnsafeBufferPointer<UInt8>) {
+        guard makeRoom(for: key.utf8.count + value.count + 3) else { return }
+        bytes.append(contentsOf: key.utf8)
+        bytes.append(UInt8(ascii: ":"))
+        bytes.append(UInt8(ascii: " "))
+        bytes.append(contentsOf: value)
+        bytes.append(0x0A)
+    }
+
     /// The song's tags in `tagMask`, in MPD's tag-type order, a line per value.
     public mutating func appendTags(of song: LibrarySong) {
+        appendTags(song.tags)
+    }
+
+    /// `tags` in `tagMask`, in MPD's tag-type order, a line per value.
+    private mutating func appendTags(_ tags: [LibraryTag: [String]]) {
         // The song's few tags put in MPD's order: no dictionary lookup per tag type.
-        var present = song.tags.compactMap { tag, values in
+        var present = tags.compactMap { tag, values in
             let type = MPDTagType(tag)
             return tagMask.contains(type) ? (type, values) : nil
         }

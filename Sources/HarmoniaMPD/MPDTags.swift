@@ -76,6 +76,17 @@ public struct MPDTagMask: Sendable, Hashable {
     public static let mpdDefault = MPDTagMask(MPDTagType.allCases.filter { $0 != .comment })
 
     public func contains(_ tag: MPDTagType) -> Bool { bits & (1 << UInt64(tag.rawValue)) != 0 }
+    /// True when every library tag in `tags` (bits by `LibraryTag.index`) is a member.
+    public func containsAll(libraryTags tags: UInt32) -> Bool {
+        var rest = tags
+        while rest != 0 {
+            let index = rest.trailingZeroBitCount
+            guard contains(Self.typeOfLibraryTag[index]) else { return false }
+            rest &= rest - 1
+        }
+        return true
+    }
+    private static let typeOfLibraryTag = LibraryTag.allCases.map(MPDTagType.init)
     public mutating func insert(_ tag: MPDTagType) { bits |= 1 << UInt64(tag.rawValue) }
     public mutating func remove(_ tag: MPDTagType) { bits &= ~(1 << UInt64(tag.rawValue)) }
     public func intersection(_ other: MPDTagMask) -> MPDTagMask { MPDTagMask(bits: bits & other.bits) }

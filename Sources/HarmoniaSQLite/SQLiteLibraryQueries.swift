@@ -90,7 +90,7 @@ extension SQLiteLibraryStore {
             try db.withCached("SELECT \(SQLiteRows.songColumns), add_rank FROM song \(pushdown.whereClause)") { statement in
                 try statement.bind(pushdown.values)
                 while try statement.step() {
-                    let song = SQLiteRows.song(from: statement)
+                    let song = try SQLiteRows.song(from: statement, db)
                     if matcher.matches(song), !body(song, statement.int64(place) ?? 0) { return false }
                 }
                 return true

@@ -103,6 +103,17 @@ enum SQLiteLibrarySchema {
         ALTER TABLE song ADD COLUMN name_rank INTEGER;
         ALTER TABLE song ADD COLUMN add_rank INTEGER;
         """,
+        // 6: each song's tags as the lines of its record (LibraryTagLines),
+        // so that a listing reads one column instead of one per tag and
+        // prints it as it is (specs/library.md §Song records). NULL for a
+        // song whose tags cannot be lines: it is read from its columns.
+        // Every song and folder is marked changed, so the next scan writes
+        // every song's lines; until then, songs are read from their columns.
+        """
+        ALTER TABLE song ADD COLUMN tag_lines TEXT;
+        UPDATE song SET modified = -1;
+        UPDATE directory SET modified = -1;
+        """,
     ]
 
     /// The song indexes a first scan builds once at its end instead of row by

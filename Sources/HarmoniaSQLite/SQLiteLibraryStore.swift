@@ -63,15 +63,34 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
 
     public func listing(of directory: String, songOrder: LibrarySongOrder) throws(CoreError) -> LibraryListing {
         try read { db in
-            let id = try Self.directoryID(directory, db)
-            let folders = try Self.directories("WHERE parent_id = ? AND id <> ?", [.integer(id), .integer(id)], db)
+            let (id, folders, playlists) = try Self.folderAndPlaylists(of: directory, db)
             let songs = try Self.songs("WHERE directory_id = ? ORDER BY " + Self.rankColumn(songOrder), [.integer(id)], db)
-            let playlists = try Self.playlists("WHERE directory_id = ?", [.integer(id)], db)
-            return LibraryListing(
-                directories: NaturalOrder.sorted(folders, byName: { LibraryPathName.of($0.path) }),
-                songs: songs,
-                playlists: NaturalOrder.sorted(playlists, byName: { LibraryPathName.of($0.path) }))
+            return LibraryListing(directories: folders, songs: songs, playlists: playlists)
         }
+    }
+
+    public func recordListing(of directory: String, songOrder: LibrarySongOrder) throws(CoreError) -> LibraryRecordListing {
+        try read { db in
+            let (id, folders, playlists) = try Self.folderAndPlaylists(of: directory, db)
+            let sql = "SELECT \(SQLiteRows.recordColumns) FROM song WHERE directory_id = ? ORDER BY " + Self.rankColumn(songOrder)
+            let records = try db.withCached(sql) { statement in
+                try statement.bind([.integer(id)])
+                var records: [LibrarySongRecord] = []
+                while try statement.step() { records.append(try SQLiteRows.record(from: statement, db)) }
+                return records
+            }
+            return LibraryRecordListing(directories: folders, songs: records, playlists: playlists)
+        }
+    }
+
+    /// The id of `directory`, its subfolders and its playlists, each in natural order of name.
+    private static func folderAndPlaylists(of directory: String, _ db: SQLiteConnection) throws
+        -> (id: Int64, folders: [LibraryDirectory], playlists: [LibraryPlaylist]) {
+        let id = try directoryID(directory, db)
+        let folders = try directories("WHERE parent_id = ? AND id <> ?", [.integer(id), .integer(id)], db)
+        let playlists = try self.playlists("WHERE directory_id = ?", [.integer(id)], db)
+        return (id, NaturalOrder.sorted(folders, byName: { LibraryPathName.of($0.path) }),
+                NaturalOrder.sorted(playlists, byName: { LibraryPathName.of($0.path) }))
     }
 
     public func stamps(of directory: String) throws(CoreError) -> LibraryFolderStamps {
@@ -242,7 +261,7 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
     /// Inserts a song, or replaces the one at its path.
     private static let upsertSongSQL: String = {
         let columns = SQLiteRows.writtenSongColumns
-        let placeholders = Array(repeating: "?", count: 6 + LibraryTag.allCases.count).joined(separator: ", ")
+        let placeholders = Array(repeating: "?", count: 7 + LibraryTag.allCases.count).joined(separator: ", ")
         let updates = columns.split(separator: ",").map { $0.trimmingWhitespaceForSQL }.filter { $0 != "path" }
             .map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
         return """
@@ -378,7 +397,7 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
         try db.withCached("SELECT \(SQLiteRows.songColumns) FROM song \(clause)") { statement in
             try statement.bind(values)
             var songs: [LibrarySong] = []
-            while try statement.step() { songs.append(SQLiteRows.song(from: statement)) }
+            while try statement.step() { songs.append(try SQLiteRows.song(from: statement, db)) }
             return songs
         }
     }

@@ -6,12 +6,19 @@ import HarmoniaLibrary
 /// is replaced (a negative size by 0, a duration that is not a finite,
 /// non-negative number by "unknown"), never trapped on.
 enum SQLiteRows {
-    /// The song columns, in the order `song(from:)` reads them.
-    static let songColumns = (["path", "modified", "size", "duration", "format"]
-        + LibraryTag.allCases.map(SQLiteLibrarySchema.column)).joined(separator: ", ")
+    /// The song columns, in the order `song(from:_:)` reads them: the tags
+    /// from their lines (`tag_lines`), or, for a row without well-formed
+    /// lines, from their columns, looked up by `id`.
+    static let songColumns = "path, modified, size, duration, format, tag_lines, id"
 
     /// How many columns `songColumns` names (a query may select more after them).
-    static let songColumnCount = 5 + LibraryTag.allCases.count
+    static let songColumnCount = 7
+
+    /// The columns `record(from:_:)` reads, in its order.
+    static let recordColumns = "path, modified, duration, format, tag_lines, id"
+
+    /// The tag columns, in `LibraryTag.allCases` order.
+    static let tagColumns = LibraryTag.allCases.map(SQLiteLibrarySchema.column).joined(separator: ", ")
 
     /// What separates the values of a tag in its column: U+001F (unit
     /// separator), a control character no stored value holds (the scanner
@@ -33,25 +40,58 @@ enum SQLiteRows {
         return values.joined(separator: String(valueSeparator))
     }
 
-    static func song(from row: SQLiteStatement) -> LibrarySong {
-        var tags = [LibraryTag: [String]](minimumCapacity: 10)
-        for (offset, tag) in LibraryTag.allCases.enumerated() {
-            if let values = values(row.text(Int32(5 + offset))) { tags[tag] = values }
+    /// The song of a row of `songColumns`.
+    static func song(from row: SQLiteStatement, _ db: SQLiteConnection) throws -> LibrarySong {
+        LibrarySong(path: row.text(0) ?? "", modified: row.int64(1) ?? 0, size: max(0, row.int64(2) ?? 0),
+                    tags: try tagLines(row.text(5)).map(\.tags) ?? tags(ofSong: row.int64(6) ?? 0, db),
+                    duration: duration(row.double(3)), format: row.text(4))
+    }
+
+    /// The record of a row of `recordColumns`.
+    static func record(from row: SQLiteStatement, _ db: SQLiteConnection) throws -> LibrarySongRecord {
+        let tags: LibrarySongRecord.Tags
+        if let lines = tagLines(row.text(4)) {
+            tags = .lines(lines)
+        } else {
+            let values = try self.tags(ofSong: row.int64(5) ?? 0, db)
+            tags = LibraryTagLines(values).map(LibrarySongRecord.Tags.lines) ?? .values(values)
         }
-        return LibrarySong(path: row.text(0) ?? "", modified: row.int64(1) ?? 0, size: max(0, row.int64(2) ?? 0),
-                           tags: tags, duration: duration(row.double(3)), format: row.text(4))
+        return LibrarySongRecord(path: row.text(0) ?? "", modified: row.int64(1) ?? 0, duration: duration(row.double(2)),
+                                 format: row.text(3), tags: tags)
+    }
+
+    /// A `tag_lines` column's lines, when well-formed; nil for NULL (a row
+    /// whose tags cannot be lines, or written before schema version 6) and
+    /// for text that is not lines (a hostile row).
+    private static func tagLines(_ text: String?) -> LibraryTagLines? {
+        text.flatMap { LibraryTagLines(text: $0) }
+    }
+
+    /// The tags of song `id` from their columns.
+    static func tags(ofSong id: Int64, _ db: SQLiteConnection) throws -> [LibraryTag: [String]] {
+        try db.withCached("SELECT \(tagColumns) FROM song WHERE id = ?") { row in
+            try row.bind([.integer(id)])
+            var tags = [LibraryTag: [String]](minimumCapacity: 10)
+            guard try row.step() else { return tags }
+            for (offset, tag) in LibraryTag.allCases.enumerated() {
+                if let values = values(row.text(Int32(offset))) { tags[tag] = values }
+            }
+            return tags
+        }
     }
 
     /// The values of `writtenSongColumns`, bound by `SQLiteLibraryStore.upsertSong` after the folder id.
     static func songValues(_ song: LibrarySong) -> [SQLiteValue] {
         [.text(song.path), .integer(song.modified), .integer(max(0, song.size)), SQLiteValue(duration(song.duration)),
          SQLiteValue(song.format)] + LibraryTag.allCases.map { SQLiteValue(columnText(song.tags[$0])) }
-            + [.integer(SQLiteFilterPushdown.foldsToASCII(song) ? 1 : 0)]
+            + [.integer(SQLiteFilterPushdown.foldsToASCII(song) ? 1 : 0), SQLiteValue(LibraryTagLines(song.tags)?.text)]
     }
 
-    /// The song columns `songValues` writes: `songColumns`, then the mark of
-    /// a row holding characters whose case folding is ASCII (SQLiteFilterPushdown).
-    static let writtenSongColumns = songColumns + ", folds_to_ascii"
+    /// The song columns `songValues` writes: the song's fields, its tag
+    /// columns, the mark of a row holding characters whose case folding is
+    /// ASCII (SQLiteFilterPushdown), and its tag lines (NULL when its tags
+    /// cannot be lines).
+    static let writtenSongColumns = "path, modified, size, duration, format, " + tagColumns + ", folds_to_ascii, tag_lines"
 
     /// `value` when it is a finite, non-negative number of seconds, else nil.
     static func duration(_ value: Double?) -> Double? {

@@ -205,6 +205,29 @@ import Testing
     }
 
     @Test(arguments: StoreKind.allCases)
+    func recordListingsAreTheRecordsOfTheListings(kind: StoreKind) throws {
+        let (store, folder) = try sampleStore(kind)
+        defer { store.close(); folder.remove() }
+        // Values no line can hold, several values, and a tag the records print after Disc.
+        try store.add([
+            LibrarySong(path: "Odd/1 lyrics.flac", modified: 7, size: 1,
+                        tags: [.title: ["line one\nline two"], .artist: ["A", "B"], .comment: ["tab\there"]], duration: 1.5),
+            LibrarySong(path: "Odd/2 ids.flac", modified: 8, size: 1,
+                        tags: [.musicBrainzTrackID: ["id"], .disc: ["1"], .artist: ["A"]], format: "44100:16:2"),
+        ])
+        for directory in ["", "Loose", "Sigur Rós/Takk", "Compilations/Mix", "Odd", "Empty"] {
+            for order in [LibrarySongOrder.name, .add] {
+                let records = try store.recordListing(of: directory, songOrder: order)
+                #expect(records == LibraryRecordListing(try store.listing(of: directory, songOrder: order)), "\(directory) \(order)")
+            }
+        }
+        let odd = try store.recordListing(of: "Odd", songOrder: .name).songs
+        #expect(odd.map(\.tags) == [.values([.title: ["line one\nline two"], .artist: ["A", "B"], .comment: ["tab\there"]]),
+                                    .lines(try #require(LibraryTagLines(text: "Artist: A\nDisc: 1\nMUSICBRAINZ_TRACKID: id\n")))])
+        do { _ = try store.recordListing(of: "Nope", songOrder: .add); Issue.record("no error") } catch { #expect(error.category == .notFound) }
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func batchIsInvisibleUntilCommittedAndRollbackDropsIt(kind: StoreKind) throws {
         let (store, folder) = try kind.make()
         defer { store.close(); folder.remove() }

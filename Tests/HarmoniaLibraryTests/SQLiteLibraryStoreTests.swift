@@ -98,6 +98,60 @@ import Testing
         _ = try store.count(matching: .and([]), groupedBy: .artist)
     }
 
+    /// Tag lines that are not lines (a hostile or damaged file), or none
+    /// (a song whose values cannot be lines): the tags come from their columns.
+    @Test func songsWithoutWellFormedTagLinesAreReadFromTheirColumns() throws {
+        let folder = try TemporaryFolder("sqlite")
+        defer { folder.remove() }
+        let file = folder.path + "/library.db"
+        let store = try SQLiteLibraryStore(file: file)
+        defer { store.close() }
+        let songs = (0..<5).map { LibrarySong(path: "S/\($0).flac", modified: 1, size: 1, tags: [.artist: ["A\($0)"], .title: ["T"]]) }
+        try store.add(songs)
+        let raw = try SQLiteConnection(file: file, readOnly: false)
+        try raw.execute("""
+            UPDATE song SET tag_lines = 'OK' || char(10) WHERE path = 'S/0.flac';
+            UPDATE song SET tag_lines = 'Title: T' || char(10) || 'Artist: X' || char(10) WHERE path = 'S/1.flac';
+            UPDATE song SET tag_lines = x'417274697374a03a' WHERE path = 'S/2.flac';
+            UPDATE song SET tag_lines = NULL WHERE path = 'S/3.flac';
+            """)
+        raw.close()
+        #expect(try store.listing(of: "S").songs == songs)
+        #expect(try store.songs(matching: .tag(.title, TagMatch(.equals, "T"))) == songs)
+        let records = try store.recordListing(of: "S", songOrder: .name)
+        #expect(records == LibraryRecordListing(try store.listing(of: "S")))
+        #expect(records.songs.allSatisfy { if case .lines = $0.tags { true } else { false } })
+    }
+
+    @Test func aVersionFiveLibraryGetsTagLinesAndEveryFileMarkedForReading() throws {
+        let folder = try TemporaryFolder("sqlite")
+        defer { folder.remove() }
+        let file = folder.path + "/v5.db"
+        let old = try SQLiteConnection(file: file, readOnly: false)
+        for migration in SQLiteLibrarySchema.migrations.prefix(5) { try old.execute(migration) }
+        try old.execute("PRAGMA user_version = 5")
+        try old.execute("INSERT INTO directory(id, path, parent_id, modified) VALUES (2, 'A', 1, 50)")
+        try old.execute("""
+            INSERT INTO song(directory_id, path, modified, size, artist, title, name_rank, add_rank)
+                VALUES (2, 'A/x.flac', 50, 9, 'Björk' || char(31) || 'Ólafur Arnalds', 'Sun', 0, 0)
+            """)
+        old.close()
+        let store = try SQLiteLibraryStore(file: file)
+        defer { store.close() }
+        let song = try #require(try store.song(at: "A/x.flac"))
+        #expect(song.modified == -1)
+        #expect(song.tags == [.artist: ["Björk", "Ólafur Arnalds"], .title: ["Sun"]])
+        #expect(try store.recordListing(of: "A", songOrder: .add).songs.map(\.tags)
+                == [.lines(try #require(LibraryTagLines(text: "Artist: Björk\nArtist: Ólafur Arnalds\nTitle: Sun\n")))])
+        #expect(try store.listing(of: "").directories.map(\.modified) == [-1])
+        // The next write of the song stores its lines.
+        try store.add([LibrarySong(path: "A/x.flac", modified: 60, size: 9, tags: song.tags)])
+        store.close()
+        let raw = try SQLiteConnection(file: file, readOnly: true)
+        defer { raw.close() }
+        #expect(try raw.text("SELECT tag_lines FROM song") == "Artist: Björk\nArtist: Ólafur Arnalds\nTitle: Sun\n")
+    }
+
     @Test func readsSeeTheLastCommitWhileABatchIsOpen() throws {
         let folder = try TemporaryFolder("sqlite")
         defer { folder.remove() }

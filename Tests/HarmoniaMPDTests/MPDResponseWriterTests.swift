@@ -33,6 +33,31 @@ import Testing
             """)
     }
 
+    /// A store's record (tag lines copied as they are) prints the song's
+    /// record byte for byte, whatever tags the client asked for.
+    @Test func aRecordPrintsAsItsSong() throws {
+        let songs = [
+            LibrarySong(path: "a/1.flac", modified: 1_700_000_000, size: 1,
+                        tags: [.title: ["T"], .artist: ["A", "B"], .comment: ["c"], .disc: ["2"], .musicBrainzWorkID: ["w"],
+                               .performer: ["P"], .albumArtist: ["AA"], .album: ["Al"]], duration: 2.5, format: "48000:24:2"),
+            LibrarySong(path: "a/2.flac", modified: 0, size: 1, tags: [.title: ["one\ntwo"], .genre: ["tab\tg"], .artist: ["A"]]),
+            LibrarySong(path: "a/3.flac", modified: 5, size: 1),
+        ]
+        // Every library tag's MPD type, in record order, is in MPD's order.
+        let types = LibraryTag.recordOrder.map { MPDTagType($0).rawValue }
+        #expect(types == types.sorted())
+        for mask in [MPDTagMask.all, .mpdDefault, .none, MPDTagMask([.artist, .title]), MPDTagMask([.comment])] {
+            for song in songs {
+                var bySong = MPDResponseWriter(tagMask: mask), byRecord = MPDResponseWriter(tagMask: mask)
+                bySong.appendSong(song)
+                byRecord.appendSong(LibrarySongRecord(song))
+                #expect(byRecord.text == bySong.text, "\(song.path) \(mask)")
+            }
+        }
+        #expect(MPDTagMask.all.containsAll(libraryTags: try #require(LibraryTagLines(songs[0].tags)).presentTags))
+        #expect(!MPDTagMask.mpdDefault.containsAll(libraryTags: try #require(LibraryTagLines(songs[0].tags)).presentTags))
+    }
+
     @Test func queueEntryAndUntaggedSong() {
         let song = LibrarySong(path: "loose/untagged.wav", modified: 1_700_000_000, size: 1, duration: 1, format: "44100:16:2")
         var writer = MPDResponseWriter()

@@ -93,9 +93,9 @@ public struct MPDDatabaseCommands: MPDCommandGroup {
         let uri = try Self.relativeURI(argument == "/" ? "" : argument)
         // No library path has `..`, empty segments or a leading `/`.
         guard uri.isEmpty || MPDFilterParser.isSafeLocalURI(uri) else { throw .noSuchDirectory }
-        let listing: LibraryListing
+        let listing: LibraryRecordListing
         do {
-            listing = try library.store.listing(of: uri, songOrder: .add)
+            listing = try library.store.recordListing(of: uri, songOrder: .add)
         } catch where error.category == .notFound {
             if let song = try songIfSafe(uri) {
                 writer.appendSong(song)
