@@ -192,12 +192,23 @@ struct SQLiteFilterPushdown {
         case .tag(let tag, let match):
             textTest(match, columns: tag == .albumArtist ? ["album_artist", "artist"] : [SQLiteLibrarySchema.column(tag)], marked: true)
         case .anyTag(let match):
-            textTest(match, columns: LibraryTag.allCases.map(SQLiteLibrarySchema.column), marked: true)
+            anyTagTest(match)
         case .file(let match):
             textTest(match, columns: ["path"], marked: false)
         default:
             nil
         }
+    }
+
+    /// The text test of any tag: one test of the song's tag lines (which
+    /// hold every value, and the tag names: more rows may pass, never
+    /// fewer), or, for a row without lines, of every tag column.
+    private static func anyTagTest(_ match: TagMatch) -> (clause: String, values: [SQLiteValue])? {
+        guard let lines = textTest(match, columns: ["tag_lines"], marked: true),
+              let columns = textTest(match, columns: LibraryTag.allCases.map(SQLiteLibrarySchema.column), marked: true)
+        else { return nil }
+        return ("((tag_lines IS NOT NULL AND \(lines.clause)) OR (tag_lines IS NULL AND \(columns.clause)))",
+                lines.values + columns.values)
     }
 
     /// For a match that needs the value to hold the needle's text (`==`,

@@ -121,6 +121,11 @@ import Testing
         let records = try store.recordListing(of: "S", songOrder: .name)
         #expect(records == LibraryRecordListing(try store.listing(of: "S")))
         #expect(records.songs.allSatisfy { if case .lines = $0.tags { true } else { false } })
+        // `any` is narrowed by SQL on the lines, or on the columns of a row without lines.
+        for needle in ["a3", "A4"] {
+            let found = try store.songs(matching: .anyTag(TagMatch(.contains, needle, foldCase: true))).map(\.path)
+            #expect(found == ["S/\(needle.dropFirst()).flac"], "\(needle)")
+        }
     }
 
     @Test func aVersionFiveLibraryGetsTagLinesAndEveryFileMarkedForReading() throws {
