@@ -96,6 +96,12 @@ public protocol LibraryStorePort: AnyObject, Sendable {
     /// - Throws: `notFound` when the folder is not in the library.
     func visitEntries(under directory: String, songOrder: LibrarySongOrder, _ body: (LibraryEntry) -> Bool) throws(CoreError)
 
+    /// `visitEntries(under:songOrder:_:)` with each song as its record
+    /// (what `listallinfo` prints), which a store may read without building each song.
+    /// - Throws: `notFound` when the folder is not in the library.
+    func visitRecordEntries(under directory: String, songOrder: LibrarySongOrder,
+                            _ body: (LibraryRecordEntry) -> Bool) throws(CoreError)
+
     // MARK: Updates (one writer: the scanner)
 
     /// Starts a batch: the writes until `commitUpdate` become visible together.
@@ -161,6 +167,12 @@ extension LibraryStorePort {
     /// The records of `listing(of:songOrder:)`'s songs, for a store that has nothing leaner.
     public func recordListing(of directory: String, songOrder: LibrarySongOrder) throws(CoreError) -> LibraryRecordListing {
         LibraryRecordListing(try listing(of: directory, songOrder: songOrder))
+    }
+
+    /// The records of `visitEntries(under:songOrder:_:)`, for a store that has nothing leaner.
+    public func visitRecordEntries(under directory: String, songOrder: LibrarySongOrder,
+                                   _ body: (LibraryRecordEntry) -> Bool) throws(CoreError) {
+        try visitEntries(under: directory, songOrder: songOrder) { body(LibraryRecordEntry($0)) }
     }
 
     /// `visitEntries(under:songOrder:_:)` with each folder's songs in natural order of name.

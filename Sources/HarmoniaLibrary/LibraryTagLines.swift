@@ -165,3 +165,20 @@ public struct LibraryRecordListing: Sendable, Equatable {
         self.init(directories: listing.directories, songs: listing.songs.map(LibrarySongRecord.init), playlists: listing.playlists)
     }
 }
+
+/// One entry of a recursive listing with songs as records
+/// (`LibraryStorePort.visitRecordEntries(under:songOrder:_:)`).
+public enum LibraryRecordEntry: Sendable, Equatable {
+    case directory(LibraryDirectory)
+    case song(LibrarySongRecord)
+    case playlist(LibraryPlaylist)
+
+    /// `entry`, its song as a record.
+    public init(_ entry: LibraryEntry) {
+        switch entry {
+        case .directory(let d): self = .directory(d)
+        case .song(let s): self = .song(LibrarySongRecord(s))
+        case .playlist(let p): self = .playlist(p)
+        }
+    }
+}

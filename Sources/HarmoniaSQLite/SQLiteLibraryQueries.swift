@@ -37,7 +37,7 @@ extension SQLiteLibraryStore {
         }
         let clause = "WHERE directory_id = ?" + (pushdown.clauses.isEmpty ? "" : " AND " + pushdown.clauses.joined(separator: " AND "))
             + " ORDER BY add_rank"
-        try walk(from: topID, path: top, songs: (clause, pushdown.values), playlists: false) { entry, folderSongs in
+        try walk(from: topID, path: top, songs: (clause, pushdown.values), reading: Self.songs, playlists: false) { entry, folderSongs in
             guard entry == nil else { return true }  // folders: only their songs are visited
             for song in folderSongs where matcher.matches(song) && !body(song) { return false }
             return true
@@ -51,7 +51,7 @@ extension SQLiteLibraryStore {
         }
         // Every song: the folders' paths alone, in their stored order.
         let topID = try read { db in try Self.directoryID("", db) }
-        try walk(from: topID, path: "", songs: ("WHERE directory_id = ? ORDER BY add_rank", []), pathsOnly: true,
+        try walk(from: topID, path: "", songs: ("WHERE directory_id = ? ORDER BY add_rank", []), reading: Self.songPaths,
                  playlists: false) { entry, folderSongs in
             guard entry == nil else { return true }
             for song in folderSongs where !body(song.path) { return false }
@@ -63,9 +63,20 @@ extension SQLiteLibraryStore {
                              _ body: (LibraryEntry) -> Bool) throws(CoreError) {
         let topID = try read { db in try Self.directoryID(directory, db) }
         try walk(from: topID, path: directory, songs: ("WHERE directory_id = ? ORDER BY " + Self.rankColumn(songOrder), []),
-                 playlists: true) { entry, folderSongs in
+                 reading: Self.songs, playlists: true) { entry, folderSongs in
             if let entry { return body(entry) }
             for song in folderSongs where !body(.song(song)) { return false }
+            return true
+        }
+    }
+
+    public func visitRecordEntries(under directory: String, songOrder: LibrarySongOrder,
+                                   _ body: (LibraryRecordEntry) -> Bool) throws(CoreError) {
+        let topID = try read { db in try Self.directoryID(directory, db) }
+        try walk(from: topID, path: directory, songs: ("WHERE directory_id = ? ORDER BY " + Self.rankColumn(songOrder), []),
+                 reading: Self.records, playlists: true) { entry, folderRecords in
+            if let entry { return body(LibraryRecordEntry(entry)) }
+            for record in folderRecords where !body(.song(record)) { return false }
             return true
         }
     }
@@ -102,13 +113,14 @@ extension SQLiteLibraryStore {
     /// folder itself as `.directory` (not the top), its songs, its playlists
     /// (when `playlists`), then its subfolders in natural order. `body` gets
     /// an entry, or nil and a folder's songs (the rows of `songs.clause`, the
-    /// folder's id bound first), to order and hand on; it returns false to
+    /// folder's id bound first, as `readSongs` reads them: songs, paths or
+    /// records), to order and hand on; it returns false to
     /// stop. The folder tree is read first (a row per folder); the songs are
     /// read a run of folders at a time, each run one read transaction under
     /// the reader's lock, so a slow client never holds it.
-    private func walk(from topID: Int64, path top: String, songs: (clause: String, values: [SQLiteValue]),
-                      pathsOnly: Bool = false, playlists: Bool,
-                      _ body: (LibraryEntry?, [LibrarySong]) -> Bool) throws(CoreError) {
+    private func walk<Song>(from topID: Int64, path top: String, songs: (clause: String, values: [SQLiteValue]),
+                            reading readSongs: (String, [SQLiteValue], SQLiteConnection) throws -> [Song], playlists: Bool,
+                            _ body: (LibraryEntry?, [Song]) -> Bool) throws(CoreError) {
         let range = SQLiteFilterPushdown.pathRange(under: top)
         let inside = top.isEmpty ? "WHERE path <> ''" : "WHERE path >= ? AND path < ?"
         let bounds: [SQLiteValue] = top.isEmpty ? [] : [.text(range.from), .text(range.to)]
@@ -145,11 +157,11 @@ extension SQLiteLibraryStore {
         while next < order.count {
             // A run of folders, up to about `runSongs` songs, read together.
             let run = try read { db in
-                var run: [[LibrarySong]] = []
+                var run: [[Song]] = []
                 var count = 0
                 while next + run.count < order.count, count < Self.runSongs {
                     let values = [.integer(order[next + run.count].0)] + songs.values
-                    let found = pathsOnly ? try Self.songPaths(songs.clause, values, db) : try Self.songs(songs.clause, values, db)
+                    let found = try readSongs(songs.clause, values, db)
                     count += found.count + 1
                     run.append(found)
                 }

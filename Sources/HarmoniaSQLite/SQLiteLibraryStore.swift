@@ -72,13 +72,7 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
     public func recordListing(of directory: String, songOrder: LibrarySongOrder) throws(CoreError) -> LibraryRecordListing {
         try read { db in
             let (id, folders, playlists) = try Self.folderAndPlaylists(of: directory, db)
-            let sql = "SELECT \(SQLiteRows.recordColumns) FROM song WHERE directory_id = ? ORDER BY " + Self.rankColumn(songOrder)
-            let records = try db.withCached(sql) { statement in
-                try statement.bind([.integer(id)])
-                var records: [LibrarySongRecord] = []
-                while try statement.step() { records.append(try SQLiteRows.record(from: statement, db)) }
-                return records
-            }
+            let records = try Self.records("WHERE directory_id = ? ORDER BY " + Self.rankColumn(songOrder), [.integer(id)], db)
             return LibraryRecordListing(directories: folders, songs: records, playlists: playlists)
         }
     }
@@ -399,6 +393,16 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
             var songs: [LibrarySong] = []
             while try statement.step() { songs.append(try SQLiteRows.song(from: statement, db)) }
             return songs
+        }
+    }
+
+    /// `songs(_:_:_:)` as records (`SQLiteRows.record(from:_:)`).
+    static func records(_ clause: String, _ values: [SQLiteValue], _ db: SQLiteConnection) throws -> [LibrarySongRecord] {
+        try db.withCached("SELECT \(SQLiteRows.recordColumns) FROM song \(clause)") { statement in
+            try statement.bind(values)
+            var records: [LibrarySongRecord] = []
+            while try statement.step() { records.append(try SQLiteRows.record(from: statement, db)) }
+            return records
         }
     }
 

@@ -221,6 +221,18 @@ import Testing
                 #expect(records == LibraryRecordListing(try store.listing(of: directory, songOrder: order)), "\(directory) \(order)")
             }
         }
+        for directory in ["", "Compilations", "Odd"] {
+            for order in [LibrarySongOrder.name, .add] {
+                var entries: [LibraryRecordEntry] = [], records: [LibraryRecordEntry] = []
+                try store.visitEntries(under: directory, songOrder: order) { entries.append(LibraryRecordEntry($0)); return true }
+                try store.visitRecordEntries(under: directory, songOrder: order) { records.append($0); return true }
+                #expect(records == entries, "\(directory) \(order)")
+                #expect(!records.isEmpty)
+            }
+        }
+        var visited = 0
+        try store.visitRecordEntries(under: "", songOrder: .add) { _ in visited += 1; return visited < 3 }
+        #expect(visited == 3)
         let odd = try store.recordListing(of: "Odd", songOrder: .name).songs
         #expect(odd.map(\.tags) == [.values([.title: ["line one\nline two"], .artist: ["A", "B"], .comment: ["tab\there"]]),
                                     .lines(try #require(LibraryTagLines(text: "Artist: A\nDisc: 1\nMUSICBRAINZ_TRACKID: id\n")))])

@@ -130,10 +130,10 @@ public struct MPDDatabaseCommands: MPDCommandGroup {
         }
         // Streamed folder by folder as read, each folder's songs in MPD's order.
         try mapped { () throws(CoreError) in
-            try library.store.visitEntries(under: uri, songOrder: .add) { entry in
+            try library.store.visitRecordEntries(under: uri, songOrder: .add) { entry in
                 switch entry {
-                case .song(let song):
-                    if full { writer.appendSong(song) } else { writer.append("file", song.path) }
+                case .song(let record):
+                    if full { writer.appendSong(record) } else { writer.append("file", record.path) }
                 case .directory(let d):
                     appendDirectory(d, full: full, into: &writer)
                 case .playlist(let p):
