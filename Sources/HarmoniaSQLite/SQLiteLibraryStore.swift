@@ -388,33 +388,29 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
     }
 
     static func songs(_ clause: String, _ values: [SQLiteValue], _ db: SQLiteConnection) throws -> [LibrarySong] {
-        try db.withCached("SELECT \(SQLiteRows.songColumns) FROM song \(clause)") { statement in
-            try statement.bind(values)
-            var songs: [LibrarySong] = []
-            while try statement.step() { songs.append(try SQLiteRows.song(from: statement, db)) }
-            return songs
-        }
+        try songRows(SQLiteRows.songColumns, clause, values, db, SQLiteRows.song)
     }
 
     /// `songs(_:_:_:)` as records (`SQLiteRows.record(from:_:)`).
     static func records(_ clause: String, _ values: [SQLiteValue], _ db: SQLiteConnection) throws -> [LibrarySongRecord] {
-        try db.withCached("SELECT \(SQLiteRows.recordColumns) FROM song \(clause)") { statement in
-            try statement.bind(values)
-            var records: [LibrarySongRecord] = []
-            while try statement.step() { records.append(try SQLiteRows.record(from: statement, db)) }
-            return records
-        }
+        try songRows(SQLiteRows.recordColumns, clause, values, db, SQLiteRows.record)
     }
 
     /// `songs(_:_:_:)` with the path alone read: each song has no tag, size or time.
     static func songPaths(_ clause: String, _ values: [SQLiteValue], _ db: SQLiteConnection) throws -> [LibrarySong] {
-        try db.withCached("SELECT path FROM song \(clause)") { statement in
+        try songRows("path", clause, values, db) { row, _ in
+            LibrarySong(path: row.text(0) ?? "", modified: 0, size: 0, tags: [:], duration: nil, format: nil)
+        }
+    }
+
+    /// `columns` of the songs `clause` selects, each row made into an item by `make`.
+    private static func songRows<Item>(_ columns: String, _ clause: String, _ values: [SQLiteValue], _ db: SQLiteConnection,
+                                       _ make: (SQLiteStatement, SQLiteConnection) throws -> Item) throws -> [Item] {
+        try db.withCached("SELECT \(columns) FROM song \(clause)") { statement in
             try statement.bind(values)
-            var songs: [LibrarySong] = []
-            while try statement.step() {
-                songs.append(LibrarySong(path: statement.text(0) ?? "", modified: 0, size: 0, tags: [:], duration: nil, format: nil))
-            }
-            return songs
+            var items: [Item] = []
+            while try statement.step() { items.append(try make(statement, db)) }
+            return items
         }
     }
 
