@@ -23,26 +23,16 @@ struct LAMEGaplessInfo: Equatable {
         let layerBits = (bytes[1] >> 1) & 0x3        // 1 = Layer III
         guard versionBits != 1, layerBits == 1 else { return nil }
         let mpeg1 = versionBits == 3
-        let mono = (bytes[3] >> 6) == 3
-        let sideInfo = mpeg1 ? (mono ? 17 : 32) : (mono ? 9 : 17)
-        var offset = 4 + sideInfo
-        guard bytes.count >= offset + 8 else { return nil }
-        let tag = String(decoding: bytes[offset..<offset + 4], as: UTF8.self)
-        guard tag == "Xing" || tag == "Info" else { return nil }
-        let flags = Self.bigEndian(bytes, offset + 4, 4)
-        offset += 8
-        guard flags & 0x1 != 0, bytes.count >= offset + 4 else { return nil }
-        let frames = Self.bigEndian(bytes, offset, 4)
-        offset += 4
-        if flags & 0x2 != 0 { offset += 4 }    // byte count
-        if flags & 0x4 != 0 { offset += 100 }  // seek table
-        if flags & 0x8 != 0 { offset += 4 }    // quality
+        guard let xing = MP3Headers.XingHeader(frame: bytes, lowSamplingFrequency: !mpeg1, mono: (bytes[3] >> 6) == 3) else {
+            return nil
+        }
+        let offset = xing.end
         // LAME extension: 9-byte encoder string, then delay/padding at +21.
         guard bytes.count >= offset + 24 else { return nil }
         let encoder = String(decoding: bytes[offset..<offset + 4], as: UTF8.self)
         guard ["LAME", "Lavf", "Lavc"].contains(encoder) else { return nil }
         let packed = Self.bigEndian(bytes, offset + 21, 3)
-        frameCount = Int64(frames)
+        frameCount = Int64(xing.frames)
         samplesPerFrame = mpeg1 ? 1152 : 576
         encoderDelay = Int64(packed >> 12)
         endPadding = Int64(packed & 0xFFF)

@@ -114,15 +114,25 @@ enum MP3Headers {
                                        [0, 8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 144, 160]]
     }
 
-    /// The Xing or Info header in a first frame: its frame count and byte count.
+    /// The Xing or Info header in a first frame: its frame count and byte
+    /// count, and where what follows it (LAME's extension) starts.
     struct XingHeader {
         let isInfo: Bool
         let frames: UInt32
         let bytes: UInt32?
+        /// The offset in the frame just past the header's fields (frames,
+        /// bytes, seek table, quality: those its flags say are present).
+        let end: Int
 
         init?(frame: [UInt8], header: FrameHeader) {
-            let mono = header.channels == 1
-            let at = 4 + (header.lowSamplingFrequency ? (mono ? 9 : 17) : (mono ? 17 : 32))
+            self.init(frame: frame, lowSamplingFrequency: header.lowSamplingFrequency, mono: header.channels == 1)
+        }
+
+        /// The header after the side information of a Layer III frame of
+        /// MPEG-2 or 2.5 (`lowSamplingFrequency`) or MPEG-1, mono or not;
+        /// nil without the tag or a frame count.
+        init?(frame: [UInt8], lowSamplingFrequency: Bool, mono: Bool) {
+            let at = 4 + (lowSamplingFrequency ? (mono ? 9 : 17) : (mono ? 17 : 32))
             guard frame.count >= at + 16 else { return nil }
             let tag = Array(frame[at..<at + 4])
             guard tag == Array("Xing".utf8) || tag == Array("Info".utf8) else { return nil }
@@ -132,6 +142,7 @@ enum MP3Headers {
             frames = UInt32(frame[at + 8..<at + 12].bigEndianValue)
             let count = flags & 2 != 0 ? UInt32(frame[at + 12..<at + 16].bigEndianValue) : 0
             bytes = count > 0 ? count : nil  // FFmpeg takes 0 as absent
+            end = at + 12 + (flags & 2 != 0 ? 4 : 0) + (flags & 4 != 0 ? 100 : 0) + (flags & 8 != 0 ? 4 : 0)
         }
     }
 }
