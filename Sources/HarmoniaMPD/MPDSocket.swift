@@ -80,6 +80,11 @@ enum MPDSocket {
             }
             if fd >= 0 {
                 _ = fcntl(fd, F_SETFD, FD_CLOEXEC)  // accept4 is not visible to Swift
+                // Answers are sent in whole chunks already (MPDResponseWriter):
+                // Nagle's rule would only hold a long answer's tail back until
+                // the client's delayed ACK, 40 ms later.
+                var one: Int32 = 1
+                _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
                 return (fd, describe(peer))
             }
             switch errno {

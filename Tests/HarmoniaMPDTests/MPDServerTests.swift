@@ -34,6 +34,29 @@ private func makeServer(_ configure: (inout MPDServerConfiguration) -> Void = { 
         #expect(client.command("ping\r") == ["OK"])
     }
 
+    /// A client's socket sends at once (TCP_NODELAY): a long answer's last
+    /// chunk does not wait for the client's delayed ACK.
+    @Test func acceptedConnectionsSendWithoutNaglesDelay() throws {
+        let (listener, port) = try MPDSocket.listen(host: "127.0.0.1", port: 0)
+        defer { MPDSocket.closeDescriptor(listener) }
+        let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { MPDSocket.closeDescriptor(client) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(client, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        #expect(connected == 0)
+        let accepted = try #require(MPDSocket.accept(listener))
+        defer { MPDSocket.closeDescriptor(accepted.fd) }
+        var value: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        #expect(getsockopt(accepted.fd, Int32(IPPROTO_TCP), TCP_NODELAY, &value, &length) == 0)
+        #expect(value != 0)
+    }
+
     @Test func songRecordsFollowTheClientsTagTypes() throws {
         let server = try makeServer()
         defer { server.shutdown() }
