@@ -106,13 +106,13 @@ enum SQLiteLibrarySchema {
         // 6: each song's tags as the lines of its record (LibraryTagLines),
         // so that a listing reads one column instead of one per tag and
         // prints it as it is (specs/library.md §Song records). NULL for a
-        // song whose tags cannot be lines: it is read from its columns.
-        // Every song and folder is marked changed, so the next scan writes
-        // every song's lines; until then, songs are read from their columns.
+        // song whose tags cannot be lines: it is read from its columns. The
+        // existing songs' lines are written from their columns when the
+        // store opens (`SQLiteRows.writeMissingTagLines`), while the mark
+        // set here stays.
         """
         ALTER TABLE song ADD COLUMN tag_lines TEXT;
-        UPDATE song SET modified = -1;
-        UPDATE directory SET modified = -1;
+        INSERT INTO library_state(key, value) VALUES ('tag_lines_missing', 1);
         """,
     ]
 

@@ -48,6 +48,7 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
             try SQLiteLibrarySchema.migrate(writer)
             try writer.transaction { db in
                 try SQLiteFolderRanks.rankUnranked(db)
+                try SQLiteRows.writeMissingTagLines(db)  // after the upgrade to schema version 6
                 try SQLiteLibrarySchema.buildDeferredIndexes(db)  // a first scan stopped before its end
             }
             let reader = try SQLiteConnection(file: file, readOnly: false)

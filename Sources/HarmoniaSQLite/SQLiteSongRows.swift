@@ -71,13 +71,41 @@ enum SQLiteRows {
     static func tags(ofSong id: Int64, _ db: SQLiteConnection) throws -> [LibraryTag: [String]] {
         try db.withCached("SELECT \(tagColumns) FROM song WHERE id = ?") { row in
             try row.bind([.integer(id)])
-            var tags = [LibraryTag: [String]](minimumCapacity: 10)
-            guard try row.step() else { return tags }
-            for (offset, tag) in LibraryTag.allCases.enumerated() {
-                if let values = values(row.text(Int32(offset))) { tags[tag] = values }
-            }
-            return tags
+            return try row.step() ? tags(from: row, at: 0) : [:]
         }
+    }
+
+    /// The tags of a row whose `tagColumns` start at column `first`.
+    private static func tags(from row: SQLiteStatement, at first: Int32) -> [LibraryTag: [String]] {
+        var tags = [LibraryTag: [String]](minimumCapacity: 10)
+        for (offset, tag) in LibraryTag.allCases.enumerated() {
+            if let values = values(row.text(first + Int32(offset))) { tags[tag] = values }
+        }
+        return tags
+    }
+
+    /// Writes the lines of every song that has none, from its columns, when
+    /// the database is marked for it (`tag_lines_missing`: schema version 6
+    /// added the column), then removes the mark; in the caller's
+    /// transaction, so a process killed half-way leaves the mark and the
+    /// next open starts again. A song whose values cannot be lines keeps
+    /// none. Reads a thousand songs at a time.
+    static func writeMissingTagLines(_ db: SQLiteConnection) throws {
+        guard try db.integer("SELECT EXISTS (SELECT 1 FROM library_state WHERE key = 'tag_lines_missing')") != 0 else { return }
+        var after: Int64 = -1
+        while true {
+            var batch: [(id: Int64, lines: String?)] = []
+            try db.withCached("SELECT id, \(tagColumns) FROM song WHERE id > ? AND tag_lines IS NULL ORDER BY id LIMIT 1000") { row in
+                try row.bind([.integer(after)])
+                while try row.step() { batch.append((row.int64(0) ?? 0, LibraryTagLines(tags(from: row, at: 1))?.text)) }
+            }
+            guard let last = batch.last else { break }
+            after = last.id
+            for (id, lines) in batch where lines != nil {
+                try db.run(cached: "UPDATE song SET tag_lines = ? WHERE id = ?", [SQLiteValue(lines), .integer(id)])
+            }
+        }
+        try db.run(cached: "DELETE FROM library_state WHERE key = 'tag_lines_missing'", [])
     }
 
     /// The values of `writtenSongColumns`, bound by `SQLiteLibraryStore.upsertSong` after the folder id.

@@ -128,7 +128,7 @@ import Testing
         }
     }
 
-    @Test func aVersionFiveLibraryGetsTagLinesAndEveryFileMarkedForReading() throws {
+    @Test func aVersionFiveLibraryGetsEverySongsTagLinesWhenOpened() throws {
         let folder = try TemporaryFolder("sqlite")
         defer { folder.remove() }
         let file = folder.path + "/v5.db"
@@ -136,25 +136,52 @@ import Testing
         for migration in SQLiteLibrarySchema.migrations.prefix(5) { try old.execute(migration) }
         try old.execute("PRAGMA user_version = 5")
         try old.execute("INSERT INTO directory(id, path, parent_id, modified) VALUES (2, 'A', 1, 50)")
+        // 2,500 songs (more than one batch of the upgrade), one whose title cannot be a line.
         try old.execute("""
+            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2500)
             INSERT INTO song(directory_id, path, modified, size, artist, title, name_rank, add_rank)
-                VALUES (2, 'A/x.flac', 50, 9, 'Björk' || char(31) || 'Ólafur Arnalds', 'Sun', 0, 0)
+                SELECT 2, printf('A/%04d.flac', i), 50, 9, 'Björk' || char(31) || 'Ólafur Arnalds',
+                       CASE i WHEN 7 THEN 'two' || char(10) || 'lines' ELSE 'Sun ' || i END, i, i FROM n
             """)
         old.close()
         let store = try SQLiteLibraryStore(file: file)
         defer { store.close() }
-        let song = try #require(try store.song(at: "A/x.flac"))
-        #expect(song.modified == -1)
-        #expect(song.tags == [.artist: ["Björk", "Ólafur Arnalds"], .title: ["Sun"]])
-        #expect(try store.recordListing(of: "A", songOrder: .add).songs.map(\.tags)
-                == [.lines(try #require(LibraryTagLines(text: "Artist: Björk\nArtist: Ólafur Arnalds\nTitle: Sun\n")))])
-        #expect(try store.listing(of: "").directories.map(\.modified) == [-1])
-        // The next write of the song stores its lines.
-        try store.add([LibrarySong(path: "A/x.flac", modified: 60, size: 9, tags: song.tags)])
+        let song = try #require(try store.song(at: "A/0001.flac"))
+        #expect(song.modified == 50)
+        #expect(song.tags == [.artist: ["Björk", "Ólafur Arnalds"], .title: ["Sun 1"]])
+        #expect(try store.song(at: "A/0007.flac")?.tags[.title] == ["two\nlines"])
+        let records = try store.recordListing(of: "A", songOrder: .add).songs
+        #expect(records.count == 2_500)
+        #expect(records.first?.tags == .lines(try #require(LibraryTagLines(text: "Artist: Björk\nArtist: Ólafur Arnalds\nTitle: Sun 1\n"))))
+        #expect(records.filter { if case .values = $0.tags { true } else { false } }.map(\.path) == ["A/0007.flac"])
+        #expect(try store.listing(of: "").directories.map(\.modified) == [50])
         store.close()
         let raw = try SQLiteConnection(file: file, readOnly: true)
         defer { raw.close() }
-        #expect(try raw.text("SELECT tag_lines FROM song") == "Artist: Björk\nArtist: Ólafur Arnalds\nTitle: Sun\n")
+        #expect(try raw.integer("SELECT COUNT(*) FROM song WHERE tag_lines IS NULL") == 1)
+        #expect(try raw.integer("SELECT COUNT(*) FROM library_state WHERE key = 'tag_lines_missing'") == 0)
+    }
+
+    /// The upgrade's writing of lines is one transaction: a process killed
+    /// in it leaves the mark, and the next open writes them all.
+    @Test func anUpgradeStoppedBeforeItsLinesWereWrittenWritesThemAtTheNextOpen() throws {
+        let folder = try TemporaryFolder("sqlite")
+        defer { folder.remove() }
+        let file = folder.path + "/library.db"
+        let store = try SQLiteLibraryStore(file: file)
+        try store.add([LibrarySong(path: "S/1.flac", modified: 1, size: 1, tags: [.album: ["X"]])])
+        store.close()
+        // As if stopped after the migration and before the lines were written.
+        let raw = try SQLiteConnection(file: file, readOnly: false)
+        try raw.execute("UPDATE song SET tag_lines = NULL; INSERT INTO library_state(key, value) VALUES ('tag_lines_missing', 1)")
+        raw.close()
+        let reopened = try SQLiteLibraryStore(file: file)
+        defer { reopened.close() }
+        #expect(try reopened.recordListing(of: "S", songOrder: .name).songs.map(\.tags)
+                == [.lines(try #require(LibraryTagLines(text: "Album: X\n")))])
+        let check = try SQLiteConnection(file: file, readOnly: true)
+        defer { check.close() }
+        #expect(try check.text("SELECT tag_lines FROM song") == "Album: X\n")
     }
 
     @Test func readsSeeTheLastCommitWhileABatchIsOpen() throws {
