@@ -100,14 +100,21 @@ async def start_and_footprint(binary, ours_first):
         players = {kind: server.get_player(mac) for kind, mac in macs.items()}
         await asyncio.sleep(1)  # the server's volume and display frames on connect are done
         order = ["ours", "squeezelite"] if ours_first else ["squeezelite", "ours"]
-        sent = {}
+        sent, seen = {}, {}
+        for name in ("stms", "stmo"):
+            hook(players["ours"], name, lambda _p, name=name: seen.setdefault(name, time.monotonic()))
         for kind in order:
             sent[kind] = time.monotonic()
             await players[kind].play_url(f"{base}/{'left' if kind == 'ours' else 'right'}.flac", autostart=True)
+        # Ours' heard position read as soon as its first frame is heard: a
+        # later reading would move the first sound by any silence inserted
+        # since (an underrun is not counted as heard; the recording's parse
+        # below is heavy on 2 cores).
+        await wait_for(lambda: "stms" in seen, "ours' STMs")
+        jiffies, elapsed = await ours_beats(players["ours"]).ask()
         await wait_for(lambda: first_sounds(recording) is not None, "both first sounds in the recording", timeout=20)
         ours_frame, lite_frame = first_sounds(recording)
         start_difference = (ours_frame - lite_frame) / 48 - (sent["ours"] - sent["squeezelite"]) * 1000
-        jiffies, elapsed = await ours_beats(players["ours"]).ask()
         since_send = ((jiffies - elapsed) - round(sent["ours"] * 1000)) & 0xFFFFFFFF
         first_sound = {"ours": since_send if since_send < 1 << 31 else since_send - (1 << 32)}
         first_sound["squeezelite"] = (first_sound["ours"] + sent["ours"] * 1000 + (lite_frame - ours_frame) / 48
