@@ -22,6 +22,10 @@
   STMc back, the HTTP request at the media server, the stream opened and
   its decoder ready, RESP, the output started, the first frame heard
   (jiffies less elapsed of an STMt), STMs back;
+- two clocks (part `clocks`, not a default): each pair on two
+  module-pipe-sinks read 500 ppm apart (clocked_sinks.py): the offset at
+  bursts 10 s apart over a minute and each member's elapsed against what
+  its sink played;
 - start at a time: ours alone, a tone opened with autostart 0 and
   unpaused at jiffies T 300 ms ahead, 2×RUNS (at least 10) times: the
   heard position (elapsed) of the first STMt after STMs minus the time
@@ -45,9 +49,11 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "Tests", "Slimproto"))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+sys.path.insert(0, os.path.join(ROOT, "benchmarks", "slimproto"))
 from slimproto_player_test import (first_sounds, group_offset, group_offsets, hook, member_command, new_server,  # noqa: E402
                                    free_port, ours_beats, start_http, start_offsets, tear_down, wait_for)
 from process_usage import cpu_seconds, memory_kib  # noqa: E402
+from clocked_sinks import clocked_group  # noqa: E402
 
 # Bursts over a minute: at 3 s, then every 10 s.
 MINUTE_BURSTS = 7
@@ -229,7 +235,12 @@ PAIRS = (("ours", "ours"), ("ours", "squeezelite"), ("squeezelite", "squeezelite
 async def measure(binary, runs, parts):
     offsets = {pair: [] for pair in PAIRS}
     starts, footprints, minute, first_sounds_ms = [], [], {}, []
-    start_at, timelines = None, []
+    start_at, timelines, clocks = None, [], {}
+    for pair in PAIRS if "clocks" in parts else ():
+        try:
+            clocks[pair] = await clocked_group(binary, pair)
+        except Exception as error:
+            print(f"slimproto_bench: {'+'.join(pair)} on two clocks: {error}", file=sys.stderr)
     if "timeline" in parts:
         try:
             timelines = await first_sound_timeline(binary, max(5, runs))
@@ -259,7 +270,7 @@ async def measure(binary, runs, parts):
                 first_sounds_ms.append(first_sound)
             except Exception as error:
                 print(f"slimproto_bench: start and footprint: {error}", file=sys.stderr)
-    return offsets, starts, footprints, minute, start_at, first_sounds_ms, timelines
+    return offsets, starts, footprints, minute, start_at, first_sounds_ms, timelines, clocks
 
 
 def main():
@@ -268,9 +279,9 @@ def main():
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--out", required=True)
     parser.add_argument("--parts", default="start,timeline,sync,minute,footprint",
-                        help="start, timeline, sync, minute, footprint (comma-separated)")
+                        help="start, timeline, sync, minute, footprint, clocks (comma-separated; clocks is not a default)")
     args = parser.parse_args()
-    offsets, starts, footprints, minute, start_at, first_sounds_ms, timelines = asyncio.run(measure(args.ours, args.runs, args.parts.split(",")))
+    offsets, starts, footprints, minute, start_at, first_sounds_ms, timelines, clocks = asyncio.run(measure(args.ours, args.runs, args.parts.split(",")))
     rows, medians = [], {}
     for pair, values in offsets.items():
         spread = [abs(v) for v in values]
@@ -299,6 +310,14 @@ def main():
             rows.append([f"start at a time, {label}: heard minus time since T (ms); {len(corrections)} corrections logged",
                          len(values), statistics.median(spread), max(spread), ", ".join(f"{v:+d}" for v in values)])
         summary["start_at_time_corrections"] = len(corrections)
+    for pair, (group, errors, jitter) in clocks.items():
+        rows.append([f"{'+'.join(pair)} on two sinks 500 ppm apart: offset at each burst (ms)", len(group),
+                     max(group) - min(group) if group else None, max(group, key=abs) if group else None,
+                     ", ".join(f"{v:+.1f}" for v in group)])
+        for kind, member_errors in zip(pair, errors):
+            rows.append([f"{'+'.join(pair)} on two clocks, {kind}: elapsed minus heard at each burst (ms; readers' lateness "
+                         f"median {jitter[0]:.2f}, p99 {jitter[1]:.2f})", len(member_errors),
+                         max(member_errors, key=abs) if member_errors else None, None, ", ".join(f"{v:+.1f}" for v in member_errors)])
     for step in TIMELINE_STEPS if timelines else ():
         values = [t[step] for t in timelines if step in t]
         if values:
@@ -344,10 +363,12 @@ def main():
                      "sounds in the monitor's recording (less the difference between the sends); then utime+stime over "
                      f"{STEADY_SECONDS:.0f} s of steady playback ({SETTLE_SECONDS:.0f} s after the later first sound) and "
                      "VmRSS/VmHWM at its end, from /proc. Ratios from the same run; median over the runs. "
-                     "First sound as an absolute time: ours from an STMt after its first sound (jiffies, CLOCK_MONOTONIC "
-                     "ms, less elapsed, its heard position from the sound server's reports) minus the moment its "
-                     "`strm s` was sent (time.monotonic); squeezelite's from ours and the distance between the two "
-                     "first sounds in the recording. "
+                     "First sound as an absolute time: ours from an STMt asked as soon as its STMs arrived (jiffies, "
+                     "CLOCK_MONOTONIC ms, less elapsed, its heard position from the sound server's reports) minus the "
+                     "moment its `strm s` was sent (time.monotonic); squeezelite's from ours and the distance between the "
+                     "two first sounds in the recording; ours taken apart from its --log-level debug lines (part timeline: "
+                     "ours alone). Two clocks (part clocks): each member on its own module-pipe-sink, read by a thread "
+                     "here at 48 kHz and 500 ppm faster; bursts every 10 s. "
                      "Start at a time: ours alone, a tone opened with autostart 0, unpaused at jiffies T 300 ms ahead; "
                      "the first STMt after STMs and one 1.5 s later: elapsed minus the time since T.",
            "columns": ["pair", "runs", "median |offset| ms", "worst |offset| ms", "offsets ms (first member later: +)"],
