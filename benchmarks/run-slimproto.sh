@@ -8,8 +8,10 @@
 # (ours minus squeezelite's, sent at one moment), and each player's steady
 # CPU and resident memory while playing (ratios from the same run), and
 # ours alone started at a time (unpause at T): how far from T its first
-# frame is heard, over 2×RUNS (at least 10) starts.
-# Env: RUNS (5).
+# frame is heard, over 2×RUNS (at least 10) starts; ours' first sound after
+# `strm s` taken apart from its debug lines (part timeline); with PARTS
+# including clocks, each pair on two pipe sinks whose clocks run 500 ppm apart.
+# Env: RUNS (5), PARTS (start,timeline,sync,minute,footprint).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . benchmarks/footprint/common.sh
@@ -22,4 +24,5 @@ release_harmonia_play
 ensure_pulse slimproto
 trap stop_own_pulse EXIT
 timeout 1800 .build/python-slimproto/bin/python3 benchmarks/slimproto/slimproto_bench.py \
-  --ours "$HARMONIA_PLAY" --runs "${RUNS:-5}" --out "$RESULTS/slimproto.json"
+  --ours "$HARMONIA_PLAY" --runs "${RUNS:-5}" --parts "${PARTS:-start,timeline,sync,minute,footprint}" \
+  --out "$RESULTS/slimproto.json"

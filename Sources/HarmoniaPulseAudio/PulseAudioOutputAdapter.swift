@@ -105,6 +105,10 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
     var startDeadline: Int64 = 0
     /// The start frame the last report placed, until two agree (`placeStartFrame`).
     var startEstimate: Int64?
+    /// PipeWire: the line's answers when `startEstimate` was made, and
+    /// whether that answer left the estimate within a millisecond.
+    var startEstimateAnswers = 0
+    var startSettled = false
     /// Buffer attributes the server granted (bytes), for tests and logs.
     var grantedTargetLength: UInt32 = 0
 
@@ -460,6 +464,8 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
             guard let frames = reportPosition.frames(at: Int64(pa_rtclock_now()), rate: sampleRate, runs: started && !paused && rt.playing) else { return }
             played = frames
         } else {
+            // A start at a time holds until the line has an answer from after the graph took the stream.
+            guard !(serverIsPipeWire && rt.holdsForStart) else { return }
             var microseconds: pa_usec_t = 0
             guard pa_stream_get_time(stream, &microseconds) >= 0 else { return }
             played = Int64((Double(microseconds) * sampleRate / 1e6).rounded())
@@ -491,8 +497,17 @@ public final class PulseAudioOutputAdapter: AudioOutputPort, @unchecked Sendable
             graphCycle.observe(readIndexFrames: index, atMost: graphDelayFrames)
             if serverIsPipeWire {
                 let stamp = timing.pointee.timestamp
-                readIndexLine.observe(readIndexFrames: index, at: Int64(stamp.tv_sec) &* 1_000_000 &+ Int64(stamp.tv_usec),
-                                      rate: sampleRate)
+                let answered = Int64(stamp.tv_sec) &* 1_000_000 &+ Int64(stamp.tv_usec)
+                if let rt, rt.holdsForStart, rt.startFrame == .max {
+                    // A start at a time: the line from answers after the graph first
+                    // read the stream (an answer before says nothing of when it will).
+                    if index > 0 {
+                        readIndexLine.observe(readIndexFrames: index, at: answered, rate: sampleRate)
+                        placeStartFrameOnPipeWire(rt, stream, index: index)
+                    }
+                } else {
+                    readIndexLine.observe(readIndexFrames: index, at: answered, rate: sampleRate)
+                }
             } else if timing.pointee.write_index_corrupt == 0 {
                 // Current when the server answered: its own time stamp, on a
                 // clock shared with ours (a local server), is how long ago;

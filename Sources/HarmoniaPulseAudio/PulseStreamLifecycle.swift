@@ -247,7 +247,7 @@ extension PulseAudioOutputAdapter {
         if rt?.draining == true { pa_threaded_mainloop_signal(mainloop, 0) }
         timingInterval = starved ? Self.quickTiming : min(timingInterval * 2, slowestTiming)
         // A start at a time waits for a report that places its start frame.
-        if let rt, rt.holdsForStart, rt.startFrame == .max { timingInterval = 10_000 }
+        if let rt, rt.holdsForStart, rt.startFrame == .max { timingInterval = startTimingInterval }
         pa_context_rttime_restart(context, timer, pa_rtclock_now() + timingInterval)
     }
 

@@ -55,18 +55,38 @@ package struct ReadIndexLine: Sendable {
         count = min(count + 1, Self.window)
     }
 
-    /// The read index now (`microseconds`, the clock of the answers), carried
-    /// from the best recent answer; never before the newest answer's own
-    /// index, nor more than a second past it (an answer that stopped coming).
-    /// Nil before any answer.
-    package func frames(at microseconds: Int64, rate: Double) -> Int64? {
-        guard count > 0, rate > 0, rate.isFinite else { return nil }
+    /// Answers the line is carried from (at most `window`).
+    package var answers: Int { count }
+
+    /// The read index the line reaches at `microseconds` (the clock of the
+    /// answers), past or future, at most a minute from the newest answer:
+    /// where the stream is read at a start's deadline. Nil before any
+    /// answer or further away.
+    package func projectedFrames(at microseconds: Int64, rate: Double) -> Int64? {
+        let (away, overflow) = microseconds.subtractingReportingOverflow(lastTime)
+        guard count > 0, rate > 0, rate.isFinite, !overflow, abs(away) <= 60_000_000 else { return nil }
+        let carried = bestOffset + Double(microseconds) * rate / 1e6
+        guard carried.isFinite, abs(carried) < 0x1p62 else { return nil }
+        return Int64(carried.rounded(.down))
+    }
+
+    private var bestOffset: Double {
         var best = -Double.infinity
         withUnsafeBytes(of: offsets) { raw in
             for slot in 0..<count {
                 best = max(best, raw.load(fromByteOffset: slot * MemoryLayout<Double>.stride, as: Double.self))
             }
         }
+        return best
+    }
+
+    /// The read index now (`microseconds`, the clock of the answers), carried
+    /// from the best recent answer; never before the newest answer's own
+    /// index, nor more than a second past it (an answer that stopped coming).
+    /// Nil before any answer.
+    package func frames(at microseconds: Int64, rate: Double) -> Int64? {
+        guard count > 0, rate > 0, rate.isFinite else { return nil }
+        let best = bestOffset
         let elapsed = max(0, min(Double(microseconds - min(microseconds, lastTime)), 1e6))
         let carried = best + Double(lastTime) * rate / 1e6 + elapsed * rate / 1e6
         guard carried.isFinite, carried < 0x1p62 else { return lastIndex }

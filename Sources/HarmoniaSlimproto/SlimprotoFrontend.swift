@@ -51,16 +51,20 @@ public final class SlimprotoFrontend: PlayerFrontend, @unchecked Sendable {
     /// transfers are not seen; STAT's stream fields stay 0, RESP is plain, no DSCO).
     private let streams: SlimprotoStreams?
     private let log: @Sendable (String) -> Void
+    /// Debug lines: when each step of a start happened (`SlimprotoPlayer.mark`).
+    private let timeline: (@Sendable (String) -> Void)?
     private var connection: SlimprotoConnection?
     private var player: SlimprotoPlayer?
 
     /// - Parameters:
     ///   - streams: the port the service's decoder opens http(s) through.
     ///   - log: lines for standard error (connections, refused streams, malformed frames).
-    public init(configuration: SlimprotoConfiguration, streams: SlimprotoStreams?, log: @escaping @Sendable (String) -> Void) {
+    public init(configuration: SlimprotoConfiguration, streams: SlimprotoStreams?, log: @escaping @Sendable (String) -> Void,
+                timeline: (@Sendable (String) -> Void)? = nil) {
         self.configuration = configuration
         self.streams = streams
         self.log = log
+        self.timeline = timeline
     }
 
     public var waitsForCommands: Bool { true }
@@ -73,7 +77,7 @@ public final class SlimprotoFrontend: PlayerFrontend, @unchecked Sendable {
                                      serverAddress: { box.connection?.serverAddressText },
                                      lastStamp: { inbox.lastStamp },
                                      post: { work in inbox.post(.job { work(); return .continue }) },
-                                     send: { box.connection?.send($0) }, log: log)
+                                     send: { box.connection?.send($0) }, log: log, timeline: timeline)
         let connection = SlimprotoConnection(
             target: .init(host: configuration.host, port: configuration.port),
             hello: { reconnect in

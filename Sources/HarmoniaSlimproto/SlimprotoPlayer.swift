@@ -39,6 +39,7 @@ final class SlimprotoPlayer: @unchecked Sendable {
     private let clock = MonotonicClockAdapter()
     private let send: @Sendable ([UInt8]) -> Void
     private let log: @Sendable (String) -> Void
+    private let timeline: (@Sendable (String) -> Void)?
     /// The slimproto server's own address (for `strm` with address 0).
     private let serverAddress: @Sendable () -> String?
     /// The stamp of the last event posted (`EventInbox.lastStamp`).
@@ -67,7 +68,8 @@ final class SlimprotoPlayer: @unchecked Sendable {
     init(service: DefaultPlaybackService, streamInput: SlimprotoStreams?, name: String,
          serverAddress: @escaping @Sendable () -> String?,
          lastStamp: @escaping @Sendable () -> EventStamp, post: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void,
-         send: @escaping @Sendable ([UInt8]) -> Void, log: @escaping @Sendable (String) -> Void) {
+         send: @escaping @Sendable ([UInt8]) -> Void, log: @escaping @Sendable (String) -> Void,
+         timeline: (@Sendable (String) -> Void)? = nil) {
         self.service = service
         self.streamInput = streamInput
         self.name = name
@@ -76,6 +78,16 @@ final class SlimprotoPlayer: @unchecked Sendable {
         self.post = post
         self.send = send
         self.log = log
+        self.timeline = timeline
+    }
+
+    /// A debug line (`--log-level debug`) saying when a step of a start
+    /// happened, in CLOCK_MONOTONIC milliseconds (the clock of jiffies):
+    /// `benchmarks/slimproto` takes the first sound after `strm s` apart
+    /// with them (specs/slimproto.md §Benchmarks). Any thread.
+    func mark(_ step: String) {
+        guard let timeline else { return }
+        timeline("slimproto: at \(String(format: "%.3f", Double(clock.now()) / 1e6)) ms: \(step)")
     }
 
     /// Milliseconds of the monotonic clock, wrapping at 2^32: the clock `u` uses. Any thread.
@@ -205,6 +217,7 @@ final class SlimprotoPlayer: @unchecked Sendable {
     /// after the current stream when that one has sent STMd (gapless), else
     /// played at once (autostart 1, 3) or opened paused until `u` (0, 2).
     private func startStream(_ request: StreamRequest) {
+        mark("strm s")
         stat("STMc")  // before RESP: a server drops a RESP that comes first
         guard let path = request.requestPath else {
             refuse("the strm request has no 'GET /path' line")
@@ -252,7 +265,13 @@ final class SlimprotoPlayer: @unchecked Sendable {
         defer { ownStopsThrough = lastStamp() }
         do throws(CoreError) {
             try service.jump(to: 0)
-            if autostart { try service.play() } else { stat("STMl") }
+            mark("stream opened and its decoder ready")
+            if autostart {
+                try service.play()
+                mark("output started")
+            } else {
+                stat("STMl")
+            }
         } catch {
             streams[track.id]?.failed = true  // its error event is not reported again
             active = false
@@ -343,6 +362,7 @@ final class SlimprotoPlayer: @unchecked Sendable {
     func streamOpened(_ url: String, head: String?) {
         guard let id = streams.first(where: { $0.value.url == url && !$0.value.responded })?.key else { return }
         streams[id]?.responded = true
+        mark("RESP (the stream's response headers)")
         send(SlimprotoFrames.resp(head ?? Self.plainResponse))
     }
 
@@ -432,6 +452,10 @@ final class SlimprotoPlayer: @unchecked Sendable {
         guard streams[id]?.heard == false else { return }
         streams[id]?.heard = true
         stat("STMs")
+        if timeline != nil {
+            let heard = service.currentTime()
+            mark("STMs: the first frame heard \(String(format: "%.1f", heard * 1000)) ms ago")
+        }
     }
 
     /// STMd once the current stream is within `nextTrackLead` of its end.

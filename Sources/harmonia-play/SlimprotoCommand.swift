@@ -131,7 +131,8 @@ struct SlimprotoCommand: ParsableCommand {
             Console.err("harmonia-play: slimproto player \(SlimprotoMAC.text(macAddress)) "
                         + (endpoint.map { "for \($0.host):\($0.port)" } ?? "looking for a server on UDP 3483"))
         }
-        player.add(SlimprotoFrontend(configuration: slim, streams: streams, log: { Console.err("harmonia-play: " + $0) }))
+        let line: @Sendable (String) -> Void = { Console.err("harmonia-play: " + $0) }
+        player.add(SlimprotoFrontend(configuration: slim, streams: streams, log: line, timeline: logLevel <= .debug ? line : nil))
         var controlServer: ControlServer?
         if let control {
             let dispatcher = ControlDispatcher(service: service, actions: actions, readInfo: FFmpegTagReaderAdapter().readWithStreamInfo(url:))

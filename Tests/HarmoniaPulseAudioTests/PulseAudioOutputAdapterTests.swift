@@ -105,7 +105,7 @@ struct PulseAudioOutputAdapterTests {
         Issue.record("\(what): three runs in a row underflowed; none could show the sink plays exactly the decoded samples")
     }
 
-    @Test("a start at a time: nothing counted as heard before it, then exactly the decoded samples (PipeWire: not offered)")
+    @Test("a start at a time, on PulseAudio and on PipeWire: nothing counted as heard before it, then exactly the decoded samples")
     func startAtATime() throws {
         let name = "flac_s16_stereo_44k.flac"
         let (samples, info) = try decodeAll(name)
@@ -126,7 +126,7 @@ struct PulseAudioOutputAdapterTests {
                 }
                 #expect(heardEarly == 0, "\(heardEarly) frames counted as heard before the start time")
             } else {
-                #expect(PulseTestServer.isPipeWire, "PulseAudio offers a start at a time")
+                Issue.record("a new stream offers a start at a time, on PulseAudio and on PipeWire")
                 try output.start()
             }
             output.drain()
@@ -345,6 +345,24 @@ struct ReadIndexLineTests {
         #expect(l.frames(at: 1_300_000, rate: rate) == 40_000)
         l.observe(readIndexFrames: 40_000, at: 1_310_000, rate: rate)  // the same cycle: nothing new
         #expect(l.frames(at: 1_310_000, rate: rate) == 40_480)
+    }
+
+    @Test("projected to a start's deadline: past or future, uncapped up to a minute, from the best answer; nil beyond or before any")
+    func projected() throws {
+        #expect(ReadIndexLine().projectedFrames(at: 1_000_000, rate: rate) == nil)
+        // Answers 5 ms and 1 ms into their 2048-frame cycles: the later one decides.
+        var l = ReadIndexLine()
+        l.observe(readIndexFrames: 2048, at: 42_667 + 5_000, rate: rate)
+        l.observe(readIndexFrames: 4096, at: 85_333 + 1_000, rate: rate)
+        #expect(l.answers == 2)
+        let atDeadline = try #require(l.projectedFrames(at: 385_333 + 1_000, rate: rate))
+        #expect(abs(atDeadline - (4096 + 14_400)) <= 1, "300 ms after the best answer, at its own lag: \(atDeadline)")
+        let past = try #require(l.projectedFrames(at: 85_333 + 1_000 - 20_000, rate: rate))
+        #expect(abs(past - (4096 - 960)) <= 1, "the past too: \(past)")
+        #expect(l.projectedFrames(at: 61_100_000, rate: rate) == nil, "more than a minute away")
+        #expect(l.projectedFrames(at: Int64.max, rate: rate) == nil)
+        #expect(l.projectedFrames(at: Int64.min, rate: rate) == nil)
+        #expect(l.projectedFrames(at: 100_000, rate: .nan) == nil)
     }
 
     @Test("hostile answers: negative, huge, a zero or NaN rate — no trap")

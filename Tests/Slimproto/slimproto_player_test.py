@@ -400,22 +400,12 @@ async def group_with_squeezelite(server, ours, url, env):
         lite_player = server.get_player(SQUEEZELITE_MAC)
         members = (ours, lite_player)
         check(lite_player.connected and ours.connected, f"squeezelite ({lite_player.device_type!r}) and ours registered on one server")
-        ready, started = set(), set()
+        started = set()
         for member in members:
-            hook(member, "stml", lambda p: ready.add(p.player_id))
             hook(member, "stms", lambda p: started.add(p.player_id))
-        beats = [ours_beats(member) for member in members]
-        for member in members:
-            await member.play_url(url, autostart=False)
-        await wait_for(lambda: len(ready) == 2, "STMl from both members")
-        check(True, "both opened the track and prefilled it (STMl) for the group's start")
-        target = time.monotonic() + 0.3
-        starts = []
-        for beat in beats:
-            jiffies, _ = await beat.ask()
-            starts.append((jiffies + round((target - time.monotonic()) * 1000)) & 0xFFFFFFFF)
-        for member, start in zip(members, starts):
-            await member.unpause_at(start)
+        _, beats, _ = await start_group(
+            server, [member.player_id for member in members], [url, url], ahead=0.3,
+            before_start=lambda: check(True, "both opened the track and prefilled it (STMl) for the group's start"))
         await wait_for(lambda: len(started) == 2, "STMs from both members")
         elapsed = [0, 0]
         for index, beat in enumerate(beats):
@@ -657,32 +647,12 @@ async def group_offsets(binary, members=("ours", "squeezelite"), burst_at=3.0, b
     recording = os.path.join(work, "monitor.f32")
     recorder = None
     try:
-        for mac in macs:
-            await wait_for(lambda: server.get_player(mac) is not None and server.get_player(mac).connected, f"{mac}'s HELO")
-        players = [server.get_player(mac) for mac in macs]
-        ready = set()
-        for player in players:
-            original = player._process_stat_stml
+        def record():
+            nonlocal recorder
+            recorder = subprocess.Popen(["parec", "--device=harmonia_null.monitor", "--raw", "--format=float32le", "--rate=48000",
+                                         "--channels=2", "--latency-msec=20", recording], env=env)
 
-            def buffered(data, player=player, original=original):
-                ready.add(player.player_id)
-                original(data)
-
-            player._process_stat_stml = buffered
-        beats = [Heartbeats(player) for player in players]
-        await players[0].play_url(f"{base}/left.flac", autostart=False)
-        await players[1].play_url(f"{base}/right.flac", autostart=False)
-        await wait_for(lambda: len(ready) == 2, "STMl from both members")
-        recorder = subprocess.Popen(["parec", "--device=harmonia_null.monitor", "--raw", "--format=float32le", "--rate=48000",
-                                     "--channels=2", "--latency-msec=20", recording], env=env)
-        # One moment, 800 ms ahead, in each member's own clock.
-        target = time.monotonic() + 0.8
-        starts = []
-        for beat in beats:
-            jiffies, _ = await beat.ask()
-            starts.append((jiffies + round((target - time.monotonic()) * 1000)) & 0xFFFFFFFF)
-        for player, start in zip(players, starts):
-            await player.unpause_at(start)
+        await start_group(server, macs, [f"{base}/left.flac", f"{base}/right.flac"], before_start=record)
 
         if bursts == 1:
             await wait_for(lambda: first_sounds(recording) is not None, "both bursts in the recording", timeout=burst_at + 20)
@@ -695,6 +665,34 @@ async def group_offsets(binary, members=("ours", "squeezelite"), burst_at=3.0, b
         return [(l - r) / 48 for l, r in zip(left, right)]
     finally:
         await tear_down(procs + ([recorder] if recorder else []), server, http_server, work)
+
+
+async def start_group(server, macs, urls, before_start=None, ahead=0.8):
+    """The players `macs` (connecting to `server`) started as Music Assistant
+    starts a group: each opens its URL with autostart 0, all send STMl,
+    then (after `before_start()`, when given) each is unpaused at one
+    moment `ahead` seconds on in its own jiffies. Returns (players, their
+    Heartbeats, the moment on time.monotonic)."""
+    for mac in macs:
+        await wait_for(lambda: server.get_player(mac) is not None and server.get_player(mac).connected, f"{mac}'s HELO")
+    players = [server.get_player(mac) for mac in macs]
+    ready = set()
+    for player in players:
+        hook(player, "stml", lambda p: ready.add(p.player_id))
+    beats = [ours_beats(player) for player in players]
+    for player, url in zip(players, urls):
+        await player.play_url(url, autostart=False)
+    await wait_for(lambda: len(ready) == len(players), "STMl from every member")
+    if before_start:
+        before_start()
+    target = time.monotonic() + ahead
+    starts = []
+    for beat in beats:
+        jiffies, _ = await beat.ask()
+        starts.append((jiffies + round((target - time.monotonic()) * 1000)) & 0xFFFFFFFF)
+    for player, start in zip(players, starts):
+        await player.unpause_at(start)
+    return players, beats, target
 
 
 def null_sink_latency_us(env):

@@ -15,6 +15,17 @@
   same on the right; the difference between their first sounds in the
   monitor's recording, then each one's CPU time over 20 s of steady
   playback and its resident memory, from /proc;
+- first sound taken apart (part `timeline`): ours alone, `--log-level
+  debug`, sent `strm s` with autostart as above, RUNS times: when each
+  step came, in ms after the send on CLOCK_MONOTONIC (time.monotonic, the
+  clock of jiffies and of the player's debug lines): `strm s` received,
+  STMc back, the HTTP request at the media server, the stream opened and
+  its decoder ready, RESP, the output started, the first frame heard
+  (jiffies less elapsed of an STMt), STMs back;
+- two clocks (part `clocks`, not a default): each pair on two
+  module-pipe-sinks read 500 ppm apart (clocked_sinks.py): the offset at
+  bursts 10 s apart over a minute and each member's elapsed against what
+  its sink played;
 - start at a time: ours alone, a tone opened with autostart 0 and
   unpaused at jiffies T 300 ms ahead, 2×RUNS (at least 10) times: the
   heard position (elapsed) of the first STMt after STMs minus the time
@@ -24,8 +35,11 @@
 Each part RUNS times, alternating. Usage: slimproto_bench.py --ours BIN --runs N --out FILE"""
 import argparse
 import asyncio
+import functools
+import http.server
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -35,9 +49,11 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "Tests", "Slimproto"))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
-from slimproto_player_test import (first_sounds, group_offset, group_offsets, member_command, new_server,  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "benchmarks", "slimproto"))
+from slimproto_player_test import (first_sounds, group_offset, group_offsets, hook, member_command, new_server,  # noqa: E402
                                    free_port, ours_beats, start_http, start_offsets, tear_down, wait_for)
 from process_usage import cpu_seconds, memory_kib  # noqa: E402
+from clocked_sinks import clocked_group  # noqa: E402
 
 # Bursts over a minute: at 3 s, then every 10 s.
 MINUTE_BURSTS = 7
@@ -69,9 +85,12 @@ async def start_and_footprint(binary, ours_first):
     server = await new_server(port)
     env = dict(os.environ, XDG_STATE_HOME=os.path.join(work, "state"), PULSE_SERVER=pulse_server)
     macs = {"ours": "02:11:22:33:44:77", "squeezelite": "02:11:22:33:44:88"}
-    procs = {kind: subprocess.Popen(member_command(kind, binary, port, mac), stdout=subprocess.DEVNULL,
-                                    stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=env)
-             for kind, mac in macs.items()}
+    log = os.path.join(work, "ours.log")
+    with open(log, "w") as ours_log:
+        procs = {kind: subprocess.Popen(member_command(kind, binary, port, mac) + (["--log-level", "debug"] if kind == "ours" else []),
+                                        stdout=subprocess.DEVNULL, stderr=ours_log if kind == "ours" else subprocess.DEVNULL,
+                                        stdin=subprocess.DEVNULL, env=env)
+                 for kind, mac in macs.items()}
     # A 10 ms stream of silence keeps the null sink rendering in small
     # blocks, so a new stream is taken within about 10 ms of its first
     # audio (idle, the sink renders up to ~2 s ahead and takes a new
@@ -87,18 +106,27 @@ async def start_and_footprint(binary, ours_first):
         players = {kind: server.get_player(mac) for kind, mac in macs.items()}
         await asyncio.sleep(1)  # the server's volume and display frames on connect are done
         order = ["ours", "squeezelite"] if ours_first else ["squeezelite", "ours"]
-        sent = {}
+        sent, seen = {}, {}
+        for name in ("stms", "stmo"):
+            hook(players["ours"], name, lambda _p, name=name: seen.setdefault(name, time.monotonic()))
         for kind in order:
             sent[kind] = time.monotonic()
             await players[kind].play_url(f"{base}/{'left' if kind == 'ours' else 'right'}.flac", autostart=True)
+        # Ours' heard position read as soon as its first frame is heard: a
+        # later reading would move the first sound by any silence inserted
+        # since (an underrun is not counted as heard; the recording's parse
+        # below is heavy on 2 cores).
+        await wait_for(lambda: "stms" in seen, "ours' STMs")
+        jiffies, elapsed = await ours_beats(players["ours"]).ask()
         await wait_for(lambda: first_sounds(recording) is not None, "both first sounds in the recording", timeout=20)
         ours_frame, lite_frame = first_sounds(recording)
         start_difference = (ours_frame - lite_frame) / 48 - (sent["ours"] - sent["squeezelite"]) * 1000
-        jiffies, elapsed = await ours_beats(players["ours"]).ask()
         since_send = ((jiffies - elapsed) - round(sent["ours"] * 1000)) & 0xFFFFFFFF
         first_sound = {"ours": since_send if since_send < 1 << 31 else since_send - (1 << 32)}
         first_sound["squeezelite"] = (first_sound["ours"] + sent["ours"] * 1000 + (lite_frame - ours_frame) / 48
                                       - sent["squeezelite"] * 1000)
+        # Where ours' went (its debug lines), beside squeezelite.
+        first_sound["ours_steps"] = dict(marked_steps(log, 0, sent["ours"]), **{"first frame heard": first_sound["ours"]})
         await asyncio.sleep(SETTLE_SECONDS)
         before = {kind: cpu_seconds(proc.pid) for kind, proc in procs.items()}
         began = time.monotonic()
@@ -112,13 +140,112 @@ async def start_and_footprint(binary, ours_first):
     finally:
         await tear_down(list(procs.values()) + [keeper, recorder], server, http_server, work)
 
+# The player's debug lines (`SlimprotoPlayer.mark`): "slimproto: at MS ms: STEP".
+MARK = re.compile(r"slimproto: at ([0-9.]+) ms: (.*)$")
+TIMELINE_STEPS = ("strm s received", "STMc back", "HTTP request at the media server", "stream opened, decoder ready",
+                  "RESP", "output started", "first frame heard", "STMs back")
+
+
+def marked_steps(log, skip, sent):
+    """{step: ms after `sent`} from the player's debug lines in `log` past
+    its first `skip` lines."""
+    steps = {}
+    with open(log) as f:
+        for line in f.readlines()[skip:]:
+            found = MARK.search(line)
+            if not found:
+                continue
+            at, what = float(found.group(1)) - sent * 1000, found.group(2)
+            for prefix, step in (("strm s", "strm s received"), ("stream opened", "stream opened, decoder ready"),
+                                 ("RESP", "RESP"), ("output started", "output started")):
+                if what.startswith(prefix):
+                    steps.setdefault(step, at)
+    return steps
+
+
+async def first_sound_timeline(binary, runs):
+    """Ours alone, `--log-level debug`, on the tests' private server with a
+    10 ms stream keeping the null sink in small blocks: `runs` times a
+    track with sound from its first frame sent with `strm s` autostart
+    (aioslimproto's play_url, as `start_and_footprint`), then stopped.
+    Returns, per run, {step: ms after the send} (TIMELINE_STEPS)."""
+    pulse_server = os.environ.get("PULSE_SERVER") or f"unix:{os.environ['HARMONIA_PULSE_DIR']}/native"
+    work = tempfile.mkdtemp(prefix="harmonia-slimproto-timeline-")
+    music = "(0.2*sin(2*PI*220*t)+0.05*(random(0)-0.5))"
+    subprocess.run(["ffmpeg", "-v", "error", "-f", "lavfi", "-i", f"aevalsrc='{music}|{music}':s=44100:d=8",
+                    "-sample_fmt", "s16", os.path.join(work, "track.flac")], check=True)
+    requests = []
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def do_GET(self):
+            requests.append(time.monotonic())
+            super().do_GET()
+
+        def log_message(self, *args):
+            pass
+
+    import threading
+    http_server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=work))
+    threading.Thread(target=http_server.serve_forever, daemon=True).start()
+    port = free_port()
+    server = await new_server(port)
+    env = dict(os.environ, XDG_STATE_HOME=os.path.join(work, "state"), PULSE_SERVER=pulse_server)
+    mac = "02:11:22:33:44:99"
+    log = os.path.join(work, "player.log")
+    with open(log, "w") as err:
+        proc = subprocess.Popen(member_command("ours", binary, port, mac) + ["--log-level", "debug"], stdout=subprocess.DEVNULL,
+                                stderr=err, stdin=subprocess.DEVNULL, env=env)
+    keeper = subprocess.Popen(["pacat", "--playback", "--latency-msec=10", "--format=s16le", "--rate=48000",
+                               "--channels=2", "/dev/zero"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    timelines = []
+    try:
+        await wait_for(lambda: server.get_player(mac) is not None and server.get_player(mac).connected, "the player's HELO")
+        player = server.get_player(mac)
+        await asyncio.sleep(1)  # the server's volume and display frames on connect are done
+        arrivals = {}
+        for name, step in (("stmc", "STMc back"), ("stms", "STMs back")):
+            hook(player, name, lambda _p, step=step: arrivals.setdefault(step, time.monotonic()))
+        beats = ours_beats(player)
+        for _ in range(runs):
+            arrivals.clear()
+            requests.clear()
+            with open(log) as f:
+                skip = len(f.readlines())
+            sent = time.monotonic()
+            await player.play_url(f"http://127.0.0.1:{http_server.server_address[1]}/track.flac", autostart=True)
+            await wait_for(lambda: "STMs back" in arrivals, "STMs")
+            jiffies, elapsed = await beats.ask()
+            steps = {step: (at - sent) * 1000 for step, at in arrivals.items()}
+            if requests:
+                steps["HTTP request at the media server"] = (requests[0] - sent) * 1000
+            heard = ((jiffies - elapsed) - round(sent * 1000)) & 0xFFFFFFFF
+            steps["first frame heard"] = heard if heard < 1 << 31 else heard - (1 << 32)
+            await asyncio.sleep(0.3)  # the debug lines written
+            steps.update(marked_steps(log, skip, sent))
+            timelines.append(steps)
+            await player.stop()
+            await asyncio.sleep(0.5)
+        return timelines
+    finally:
+        await tear_down([proc, keeper], server, http_server, work)
+
 PAIRS = (("ours", "ours"), ("ours", "squeezelite"), ("squeezelite", "squeezelite"))
 
 
 async def measure(binary, runs, parts):
     offsets = {pair: [] for pair in PAIRS}
     starts, footprints, minute, first_sounds_ms = [], [], {}, []
-    start_at = None
+    start_at, timelines, clocks = None, [], {}
+    for pair in PAIRS if "clocks" in parts else ():
+        try:
+            clocks[pair] = await clocked_group(binary, pair)
+        except Exception as error:
+            print(f"slimproto_bench: {'+'.join(pair)} on two clocks: {error}", file=sys.stderr)
+    if "timeline" in parts:
+        try:
+            timelines = await first_sound_timeline(binary, max(5, runs))
+        except Exception as error:
+            print(f"slimproto_bench: first sound taken apart: {error}", file=sys.stderr)
     if "start" in parts:
         try:
             start_at = await start_offsets(binary, max(10, 2 * runs))
@@ -143,7 +270,7 @@ async def measure(binary, runs, parts):
                 first_sounds_ms.append(first_sound)
             except Exception as error:
                 print(f"slimproto_bench: start and footprint: {error}", file=sys.stderr)
-    return offsets, starts, footprints, minute, start_at, first_sounds_ms
+    return offsets, starts, footprints, minute, start_at, first_sounds_ms, timelines, clocks
 
 
 def main():
@@ -151,9 +278,10 @@ def main():
     parser.add_argument("--ours", required=True)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--out", required=True)
-    parser.add_argument("--parts", default="start,sync,minute,footprint", help="start, sync, minute, footprint (comma-separated)")
+    parser.add_argument("--parts", default="start,timeline,sync,minute,footprint",
+                        help="start, timeline, sync, minute, footprint, clocks (comma-separated; clocks is not a default)")
     args = parser.parse_args()
-    offsets, starts, footprints, minute, start_at, first_sounds_ms = asyncio.run(measure(args.ours, args.runs, args.parts.split(",")))
+    offsets, starts, footprints, minute, start_at, first_sounds_ms, timelines, clocks = asyncio.run(measure(args.ours, args.runs, args.parts.split(",")))
     rows, medians = [], {}
     for pair, values in offsets.items():
         spread = [abs(v) for v in values]
@@ -182,6 +310,20 @@ def main():
             rows.append([f"start at a time, {label}: heard minus time since T (ms); {len(corrections)} corrections logged",
                          len(values), statistics.median(spread), max(spread), ", ".join(f"{v:+d}" for v in values)])
         summary["start_at_time_corrections"] = len(corrections)
+    for pair, (group, errors, jitter) in clocks.items():
+        rows.append([f"{'+'.join(pair)} on two sinks 500 ppm apart: offset at each burst (ms)", len(group),
+                     max(group) - min(group) if group else None, max(group, key=abs) if group else None,
+                     ", ".join(f"{v:+.1f}" for v in group)])
+        for kind, member_errors in zip(pair, errors):
+            rows.append([f"{'+'.join(pair)} on two clocks, {kind}: elapsed minus heard at each burst (ms; readers' lateness "
+                         f"median {jitter[0]:.2f}, p99 {jitter[1]:.2f})", len(member_errors),
+                         max(member_errors, key=abs) if member_errors else None, None, ", ".join(f"{v:+.1f}" for v in member_errors)])
+    for step in TIMELINE_STEPS if timelines else ():
+        values = [t[step] for t in timelines if step in t]
+        if values:
+            summary[f"timeline_ms_{step}"] = statistics.median(values)
+            rows.append([f"first sound taken apart: {step} (ms after strm s was sent)", len(values), statistics.median(values),
+                         max(values), ", ".join(f"{v:.1f}" for v in values)])
     if starts:
         summary["first_sound_ours_minus_squeezelite_ms"] = statistics.median(starts)
         rows.append(["first sound after strm s: ours minus squeezelite (ms)", len(starts), statistics.median(starts),
@@ -192,6 +334,11 @@ def main():
             summary[f"first_sound_after_strm_s_ms_{kind}"] = statistics.median(values)
             rows.append([f"first sound after strm s, {kind} (ms, absolute)", len(values), statistics.median(values),
                          max(values), ", ".join(f"{v:.1f}" for v in values)])
+        for step in TIMELINE_STEPS:
+            values = [f["ours_steps"][step] for f in first_sounds_ms if step in f.get("ours_steps", {})]
+            if values:
+                rows.append([f"first sound beside squeezelite, ours taken apart: {step} (ms after its strm s)", len(values),
+                             statistics.median(values), max(values), ", ".join(f"{v:.1f}" for v in values)])
     if footprints:
         for index, label in ((0, "steady CPU %"), (1, "RSS MiB"), (2, "peak RSS MiB")):
             ratios = [f["ours"][index] / f["squeezelite"][index] for f in footprints if f["squeezelite"][index] > 0]
@@ -216,10 +363,12 @@ def main():
                      "sounds in the monitor's recording (less the difference between the sends); then utime+stime over "
                      f"{STEADY_SECONDS:.0f} s of steady playback ({SETTLE_SECONDS:.0f} s after the later first sound) and "
                      "VmRSS/VmHWM at its end, from /proc. Ratios from the same run; median over the runs. "
-                     "First sound as an absolute time: ours from an STMt after its first sound (jiffies, CLOCK_MONOTONIC "
-                     "ms, less elapsed, its heard position from the sound server's reports) minus the moment its "
-                     "`strm s` was sent (time.monotonic); squeezelite's from ours and the distance between the two "
-                     "first sounds in the recording. "
+                     "First sound as an absolute time: ours from an STMt asked as soon as its STMs arrived (jiffies, "
+                     "CLOCK_MONOTONIC ms, less elapsed, its heard position from the sound server's reports) minus the "
+                     "moment its `strm s` was sent (time.monotonic); squeezelite's from ours and the distance between the "
+                     "two first sounds in the recording; ours taken apart from its --log-level debug lines (part timeline: "
+                     "ours alone). Two clocks (part clocks): each member on its own module-pipe-sink, read by a thread "
+                     "here at 48 kHz and 500 ppm faster; bursts every 10 s. "
                      "Start at a time: ours alone, a tone opened with autostart 0, unpaused at jiffies T 300 ms ahead; "
                      "the first STMt after STMs and one 1.5 s later: elapsed minus the time since T.",
            "columns": ["pair", "runs", "median |offset| ms", "worst |offset| ms", "offsets ms (first member later: +)"],
