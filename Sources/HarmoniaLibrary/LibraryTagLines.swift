@@ -68,12 +68,11 @@ public struct LibraryTagLines: Sendable, Equatable, Hashable {
             var start = 0
             var order = 0  // the place in recordOrder the next line may not precede
             while start < bytes.count {
-                guard let end = bytes[start...].firstIndex(of: 0x0A) else { return false }
                 var matched: LibraryTag?
                 while order < recordNames.count {
                     let name = recordNames[order]
                     let keyEnd = start + name.count
-                    if keyEnd + 2 <= end, bytes[keyEnd] == UInt8(ascii: ":"), bytes[keyEnd + 1] == UInt8(ascii: " "),
+                    if keyEnd + 2 <= bytes.count, bytes[keyEnd] == UInt8(ascii: ":"), bytes[keyEnd + 1] == UInt8(ascii: " "),
                        name.elementsEqual(bytes[start..<keyEnd]) {
                         matched = LibraryTag.recordOrder[order]
                         start = keyEnd + 2
@@ -82,8 +81,20 @@ public struct LibraryTagLines: Sendable, Equatable, Hashable {
                     order += 1
                 }
                 guard let tag = matched else { return false }
+                // The value, to the newline, in one pass over its bytes; a lead
+                // byte of a line separator (0xC2, 0xE2) asks for a closer look.
+                var end = start
+                var closerLook = false
+                while end < bytes.count {
+                    let byte = bytes[end]
+                    if byte == 0x0A { break }
+                    if byte < 0x20 { return false }
+                    if byte == 0xC2 || byte == 0xE2 { closerLook = true }
+                    end += 1
+                }
+                guard end < bytes.count else { return false }
                 let value = UnsafeBufferPointer(rebasing: bytes[start..<end])
-                guard isLineValue(value) else { return false }
+                guard !closerLook || isLineValue(value) else { return false }
                 body(tag, value)
                 start = end + 1
             }

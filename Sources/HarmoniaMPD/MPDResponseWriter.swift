@@ -42,6 +42,8 @@ public struct MPDResponseWriter: Sendable {
     public var tagMask: MPDTagMask
     /// The largest chunk `appendBinary` sends (the client's `binarylimit`).
     public var binaryLimit: Int
+    /// The last record's modification time and its `Last-Modified` text.
+    private var lastModified: (time: Int64, text: String)?
 
     public init(limit: Int = MPDProtocol.defaultMaxOutputBytes, tagMask: MPDTagMask = .all,
                 binaryLimit: Int = MPDProtocol.defaultBinaryLimit) {
@@ -105,15 +107,38 @@ public struct MPDResponseWriter: Sendable {
         if Self.hasNoNewline(value) {
             // The common case: copied straight into `bytes`, no line built.
             guard makeRoom(for: key.utf8.count + value.utf8.count + 3) else { return }
-            bytes.append(contentsOf: key.utf8)
+            appendBytes(of: key)
             bytes.append(UInt8(ascii: ":"))
             bytes.append(UInt8(ascii: " "))
-            bytes.append(contentsOf: value.utf8)
+            appendBytes(of: value)
             bytes.append(0x0A)
             return
         }
         let clean = String(value.map { $0.isNewline ? " " : $0 })
         appendLine("\(key): \(clean)")
+    }
+
+    /// Copies `text`'s UTF-8 into `bytes` in one move (the caller made room).
+    private mutating func appendBytes(of text: String) {
+        var text = text
+        text.withUTF8 { bytes.append(contentsOf: $0) }
+    }
+
+    /// The decimal digits of `value` (not negative) into `bytes` (the caller made room).
+    private mutating func appendDigits(of value: Int64) {
+        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            var rest = UInt64(max(0, value))
+            var start = buffer.count
+            repeat {
+                start -= 1
+                buffer[start] = UInt8(ascii: "0") + UInt8(rest % 10)
+                rest /= 10
+            } while rest > 0
+            bytes.append(contentsOf: buffer[start...])
+        }
     }
 
     /// True when no Character of `value` is a newline: no byte below 0x20
@@ -199,23 +224,38 @@ public struct MPDResponseWriter: Sendable {
     /// `file:`, `Last-Modified:` and `Format:` (when known), a record's first lines.
     private mutating func appendRecordHead(path: String, modified: Int64, format: String?) {
         append("file", path)
-        append("Last-Modified", Self.iso8601(modified))
+        // Songs copied together share their time: the last record's text is kept.
+        if lastModified?.time != modified { lastModified = (modified, Self.iso8601(modified)) }
+        append("Last-Modified", lastModified?.text ?? "")
         if let format, !format.isEmpty { append("Format", format) }
     }
 
-    /// `Time:` and `duration:`, when the duration is known.
+    /// `Time:` and `duration:`, when the duration is known: the digits of
+    /// `durationFields` written straight into the answer.
     private mutating func appendRecordTail(duration: Double?) {
-        if let duration, duration >= 0, duration.isFinite {
-            let (whole, exact) = Self.durationFields(duration)
-            append("Time", whole)
-            append("duration", exact)
-        }
+        guard let duration, duration >= 0, duration.isFinite else { return }
+        let ms = Int64((min(duration, 1e12) * 1000).rounded())
+        // "Time: ", at most 13 digits, "\nduration: ", 13 digits, ".mmm\n" (1e12 s at most)
+        guard makeRoom(for: 48) else { return }
+        bytes.append(contentsOf: Self.timeKey)
+        appendDigits(of: (ms + 500) / 1000)
+        bytes.append(contentsOf: Self.durationKey)
+        appendDigits(of: ms / 1000)
+        let fraction = ms % 1000
+        bytes.append(UInt8(ascii: "."))
+        bytes.append(UInt8(ascii: "0") + UInt8(fraction / 100))
+        bytes.append(UInt8(ascii: "0") + UInt8(fraction / 10 % 10))
+        bytes.append(UInt8(ascii: "0") + UInt8(fraction % 10))
+        bytes.append(0x0A)
     }
+
+    private static let timeKey = Array("Time: ".utf8)
+    private static let durationKey = Array("\nduration: ".utf8)
 
     /// `key: value` from a value already known to hold no newline (a tag line's).
     private mutating func appendLine(_ key: String, _ value: UnsafeBufferPointer<UInt8>) {
         guard makeRoom(for: key.utf8.count + value.count + 3) else { return }
-        bytes.append(contentsOf: key.utf8)
+        appendBytes(of: key)
         bytes.append(UInt8(ascii: ":"))
         bytes.append(UInt8(ascii: " "))
         bytes.append(contentsOf: value)

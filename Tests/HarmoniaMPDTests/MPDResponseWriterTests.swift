@@ -58,6 +58,24 @@ import Testing
         #expect(!MPDTagMask.mpdDefault.containsAll(libraryTags: try #require(LibraryTagLines(songs[0].tags)).presentTags))
     }
 
+    /// A record's `Time:` and `duration:` digits, written straight into the
+    /// answer, are `durationFields`' text, for every way a duration rounds.
+    @Test func recordDurationsAreTheDurationFields() {
+        var durations: [Double] = [0, 0.0004, 0.0005, 0.4995, 0.5, 0.9995, 1, 1.2345, 9.99, 59.9995, 60, 3599.999, 3600.5,
+                                   86_400.0625, 1e9, 999_999_999_999.9995, 1e12, 1e13, .greatestFiniteMagnitude]
+        var seed: UInt64 = 0x9E37_79B9_7F4A_7C15
+        for _ in 0..<2_000 {
+            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            durations.append(Double(seed >> 11) / Double(1 << 53) * 20_000)
+        }
+        for duration in durations {
+            var writer = MPDResponseWriter()
+            writer.appendSong(LibrarySong(path: "x.flac", modified: 0, size: 1, duration: duration))
+            let (whole, exact) = MPDResponseWriter.durationFields(duration)
+            #expect(writer.text.hasSuffix("Time: \(whole)\nduration: \(exact)\n"), "\(duration)")
+        }
+    }
+
     @Test func queueEntryAndUntaggedSong() {
         let song = LibrarySong(path: "loose/untagged.wav", modified: 1_700_000_000, size: 1, duration: 1, format: "44100:16:2")
         var writer = MPDResponseWriter()
