@@ -16,18 +16,11 @@ import Testing
 /// log) the first run's checks count.
 func retriedAcrossLateGraphCycles(_ what: String, attempts: Int = 3, _ body: () throws -> Void) throws {
     for attempt in 1..<max(attempts, 1) {
-        let lateAtStart = PulseTestServer.graphLateCycleLines()
-        let excused = LockedValue(0)
-        try withKnownIssue("PipeWire logged a late graph cycle during this run: it proves nothing, and runs again", isIntermittent: true, {
+        let excuse = LateCycleExcuse()
+        try withKnownIssue(LateCycleExcuse.comment, isIntermittent: true, {
             try body()
-        }, when: { true }, matching: { _ in
-            guard PulseTestServer.graphLateCycleLines() > lateAtStart else { return false }
-            excused.withLock { $0 += 1 }
-            return true
-        })
-        let count = excused.withLock { $0 }
-        if count == 0 { return }
-        print("[\(what)] run \(attempt): \(count) failed check(s) while PipeWire logged a late graph cycle; running again")
+        }, when: { true }, matching: excuse.matches)
+        guard excuse.runsAgain(what, attempt: attempt) else { return }
     }
     try body()
 }
@@ -35,18 +28,35 @@ func retriedAcrossLateGraphCycles(_ what: String, attempts: Int = 3, _ body: () 
 /// `retriedAcrossLateGraphCycles` for a test that awaits (an event, a task).
 func retriedAcrossLateGraphCyclesAsync(_ what: String, attempts: Int = 3, _ body: () async throws -> Void) async throws {
     for attempt in 1..<max(attempts, 1) {
-        let lateAtStart = PulseTestServer.graphLateCycleLines()
-        let excused = LockedValue(0)
-        try await withKnownIssue("PipeWire logged a late graph cycle during this run: it proves nothing, and runs again", isIntermittent: true, {
+        let excuse = LateCycleExcuse()
+        try await withKnownIssue(LateCycleExcuse.comment, isIntermittent: true, {
             try await body()
-        }, when: { true }, matching: { _ in
+        }, when: { true }, matching: excuse.matches)
+        guard excuse.runsAgain(what, attempt: attempt) else { return }
+    }
+    try await body()
+}
+
+/// One run's excuse: its failed checks, while PipeWire logged a late graph
+/// cycle since the run began.
+private struct LateCycleExcuse: Sendable {
+    static let comment: Comment = "PipeWire logged a late graph cycle during this run: it proves nothing, and runs again"
+    private let lateAtStart = PulseTestServer.graphLateCycleLines()
+    private let excused = LockedValue(0)
+
+    /// A failed check of the run is excused (counted) when a late cycle was logged.
+    var matches: KnownIssueMatcher {
+        { [lateAtStart, excused] _ in
             guard PulseTestServer.graphLateCycleLines() > lateAtStart else { return false }
             excused.withLock { $0 += 1 }
             return true
-        })
-        let count = excused.withLock { $0 }
-        if count == 0 { return }
-        print("[\(what)] run \(attempt): \(count) failed check(s) while PipeWire logged a late graph cycle; running again")
+        }
     }
-    try await body()
+
+    /// True, said on the console, when a failed check was excused: the test runs again.
+    func runsAgain(_ what: String, attempt: Int) -> Bool {
+        let count = excused.withLock { $0 }
+        if count > 0 { print("[\(what)] run \(attempt): \(count) failed check(s) while PipeWire logged a late graph cycle; running again") }
+        return count > 0
+    }
 }
