@@ -62,7 +62,7 @@ package final class SQLiteConnection {
     /// held in a constant compares equal to itself at once, where hashing it
     /// reads every byte (a scan's song insert, 1 KB of SQL, 100,000 times).
     private var recent: [(sql: String, statement: SQLiteStatement)] = []
-    private static let recentCount = 4
+    private static let recentCount = 8
 
     /// Opens (creating when `create`) the database at `file`; waits up to
     /// `busyTimeoutMilliseconds` for another connection's lock.

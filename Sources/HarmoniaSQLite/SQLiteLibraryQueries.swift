@@ -30,14 +30,14 @@ extension SQLiteLibraryStore {
             }
         }
         let top = pushdown.base ?? ""
-        guard let topID = try read({ db in try? Self.directoryID(top, db) }) else {
+        guard try read({ db in try? Self.directoryID(top, db) }) != nil else {
             // The base is a song, or not in the library.
             for song in LibraryAggregation.addOrder(try songs(matching: filter)) where !body(song) { return }
             return
         }
         let clause = "WHERE directory_id = ?" + (pushdown.clauses.isEmpty ? "" : " AND " + pushdown.clauses.joined(separator: " AND "))
             + " ORDER BY add_rank"
-        try walk(from: topID, path: top, songs: (clause, pushdown.values), reading: Self.songs, playlists: false) { entry, folderSongs in
+        try walk(from: top, songs: (clause, pushdown.values), reading: Self.songs, playlists: false) { entry, folderSongs in
             guard entry == nil else { return true }  // folders: only their songs are visited
             for song in folderSongs where matcher.matches(song) && !body(song) { return false }
             return true
@@ -50,8 +50,7 @@ extension SQLiteLibraryStore {
             return
         }
         // Every song: the folders' paths alone, in their stored order.
-        let topID = try read { db in try Self.directoryID("", db) }
-        try walk(from: topID, path: "", songs: ("WHERE directory_id = ? ORDER BY add_rank", []), reading: Self.songPaths,
+        try walk(from: "", songs: ("WHERE directory_id = ? ORDER BY add_rank", []), reading: Self.songPaths,
                  playlists: false) { entry, folderSongs in
             guard entry == nil else { return true }
             for song in folderSongs where !body(song.path) { return false }
@@ -61,8 +60,7 @@ extension SQLiteLibraryStore {
 
     public func visitEntries(under directory: String, songOrder: LibrarySongOrder,
                              _ body: (LibraryEntry) -> Bool) throws(CoreError) {
-        let topID = try read { db in try Self.directoryID(directory, db) }
-        try walk(from: topID, path: directory, songs: ("WHERE directory_id = ? ORDER BY " + Self.rankColumn(songOrder), []),
+        try walk(from: directory, songs: ("WHERE directory_id = ? ORDER BY " + Self.rankColumn(songOrder), []),
                  reading: Self.songs, playlists: true) { entry, folderSongs in
             if let entry { return body(entry) }
             for song in folderSongs where !body(.song(song)) { return false }
@@ -72,8 +70,7 @@ extension SQLiteLibraryStore {
 
     public func visitRecordEntries(under directory: String, songOrder: LibrarySongOrder,
                                    _ body: (LibraryRecordEntry) -> Bool) throws(CoreError) {
-        let topID = try read { db in try Self.directoryID(directory, db) }
-        try walk(from: topID, path: directory, songs: ("WHERE directory_id = ? ORDER BY " + Self.rankColumn(songOrder), []),
+        try walk(from: directory, songs: ("WHERE directory_id = ? ORDER BY " + Self.rankColumn(songOrder), []),
                  reading: Self.records, playlists: true) { entry, folderRecords in
             if let entry { return body(LibraryRecordEntry(entry)) }
             for record in folderRecords where !body(.song(record)) { return false }
@@ -109,7 +106,8 @@ extension SQLiteLibraryStore {
         }
     }
 
-    /// Depth first from the folder `topID` (at `top`): for each folder, the
+    /// Depth first from the folder at `top` (`notFound` when the library has
+    /// none; looked up in the read of the tree): for each folder, the
     /// folder itself as `.directory` (not the top), its songs, its playlists
     /// (when `playlists`), then its subfolders in natural order. `body` gets
     /// an entry, or nil and a folder's songs (the rows of `songs.clause`, the
@@ -118,13 +116,14 @@ extension SQLiteLibraryStore {
     /// stop. The folder tree is read first (a row per folder); the songs are
     /// read a run of folders at a time, each run one read transaction under
     /// the reader's lock, so a slow client never holds it.
-    private func walk<Song>(from topID: Int64, path top: String, songs: (clause: String, values: [SQLiteValue]),
+    private func walk<Song>(from top: String, songs: (clause: String, values: [SQLiteValue]),
                             reading readSongs: (String, [SQLiteValue], SQLiteConnection) throws -> [Song], playlists: Bool,
                             _ body: (LibraryEntry?, [Song]) -> Bool) throws(CoreError) {
         let range = SQLiteFilterPushdown.pathRange(under: top)
         let inside = top.isEmpty ? "WHERE path <> ''" : "WHERE path >= ? AND path < ?"
         let bounds: [SQLiteValue] = top.isEmpty ? [] : [.text(range.from), .text(range.to)]
-        let (folders, lists) = try read { db in
+        let (topID, folders, lists) = try read { db in
+            let topID = try Self.directoryID(top, db)
             var children: [Int64: [(Int64, LibraryDirectory)]] = [:]
             try db.withCached("SELECT id, parent_id, path, modified FROM directory \(inside)") { statement in
                 try statement.bind(bounds)
@@ -143,7 +142,7 @@ extension SQLiteLibraryStore {
                     }
                 }
             }
-            return (children, lists)
+            return (topID, children, lists)
         }
         // Tree order: each folder before its contents, siblings in natural order.
         var order: [(Int64, LibraryDirectory?)] = []
@@ -185,10 +184,17 @@ extension SQLiteLibraryStore {
 
     /// Distinct artists and albums, songs, playtime: grouped by SQLite on
     /// the indexes (values split in Swift: a column may hold several), and
-    /// kept until a write is committed (`PRAGMA data_version`).
+    /// kept until a write is committed (`PRAGMA data_version`): while none
+    /// is, the answer costs one statement.
     public func stats() throws(CoreError) -> LibraryStats {
-        try read { db in
-            let version = try db.integer("PRAGMA data_version") ?? 0
+        if let kept = try read(transaction: false, { db -> LibraryStats? in
+            guard let cached = cachedStats, cached.dataVersion == (try Self.dataVersion(db)) else { return nil }
+            return cached.stats
+        }) {
+            return kept
+        }
+        return try read { db in
+            let version = try Self.dataVersion(db)
             if let cached = cachedStats, cached.dataVersion == version { return cached.stats }
             func distinct(_ column: String) throws -> Int {
                 var values = Set<[UInt8]>()
@@ -208,6 +214,11 @@ extension SQLiteLibraryStore {
             cachedStats = (version, stats)
             return stats
         }
+    }
+
+    /// `PRAGMA data_version`: changes when another connection commits.
+    private static func dataVersion(_ db: SQLiteConnection) throws -> Int64 {
+        try db.withCached("PRAGMA data_version") { row in try row.step() ? row.int64(0) ?? 0 : 0 }
     }
 
     public func tagValues(_ tag: LibraryTag, groupedBy groups: [LibraryTag], matching filter: LibraryFilter) throws(CoreError) -> [LibraryTagRow] {

@@ -322,11 +322,16 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
     // MARK: Connections
 
     /// Runs `body` on the reader connection, in one read transaction
-    /// (`SQLiteConnection.reading`), errors mapped to CoreError.
-    func read<T>(_ body: (SQLiteConnection) throws -> T) throws(CoreError) -> T {
+    /// (`SQLiteConnection.reading`; `transaction: false` for a body of one
+    /// statement, which is a read transaction of its own), errors mapped to CoreError.
+    func read<T>(transaction: Bool = true, _ body: (SQLiteConnection) throws -> T) throws(CoreError) -> T {
         try readerLock.withLock { () throws(CoreError) -> T in
             guard let reader else { throw CoreError.invalidState("the library store '\(file)' is closed") }
-            do { return try reader.reading { try body(reader) } } catch { throw Self.coreError(error, file: file) }
+            do {
+                return try transaction ? reader.reading { try body(reader) } : body(reader)
+            } catch {
+                throw Self.coreError(error, file: file)
+            }
         }
     }
 

@@ -6,13 +6,19 @@ import HarmoniaLibrary
 import Testing
 
 @Suite struct SQLiteLibraryStoreTests {
-    @Test func newFileGetsTheCurrentSchemaInWALAndReopens() throws {
-        let folder = try TemporaryFolder("sqlite")
-        defer { folder.remove() }
+    /// A closed database of the sample library in `folder`.
+    private func sampleDatabase(in folder: TemporaryFolder) throws -> String {
         let file = folder.path + "/library.db"
         let store = try SQLiteLibraryStore(file: file)
         try store.add(SampleLibrary.songs)
         store.close()
+        return file
+    }
+
+    @Test func newFileGetsTheCurrentSchemaInWALAndReopens() throws {
+        let folder = try TemporaryFolder("sqlite")
+        defer { folder.remove() }
+        let file = try sampleDatabase(in: folder)
         let raw = try SQLiteConnection(file: file, readOnly: true)
         #expect(try raw.integer("PRAGMA user_version") == Int64(SQLiteLibrarySchema.version))
         #expect(try raw.text("PRAGMA journal_mode") == "wal")
@@ -22,6 +28,26 @@ import Testing
         defer { again.close() }
         #expect(try again.stats().songs == SampleLibrary.songs.count)
         #expect(try again.integrityProblems().isEmpty)
+    }
+
+    /// A folder's songs come from an index in either order, never through a
+    /// sort at each query (schema version 7).
+    @Test func aFoldersSongsAreReadInOrderFromAnIndex() throws {
+        let folder = try TemporaryFolder("sqlite")
+        defer { folder.remove() }
+        let raw = try SQLiteConnection(file: try sampleDatabase(in: folder), readOnly: true)
+        defer { raw.close() }
+        for (order, index) in [(LibrarySongOrder.add, "song_directory_add"), (.name, "song_directory_name")] {
+            for columns in [SQLiteRows.recordColumns, SQLiteRows.songColumns, "path"] {
+                let sql = "SELECT \(columns) FROM song WHERE directory_id = ? ORDER BY " + SQLiteLibraryStore.rankColumn(order)
+                let plan = try raw.prepare("EXPLAIN QUERY PLAN " + sql)
+                var steps: [String] = []
+                while try plan.step() { steps.append(plan.text(3) ?? "") }
+                #expect(steps.contains { $0.contains("USING INDEX \(index) (directory_id=?)") }, "\(steps)")
+                #expect(!steps.contains { $0.contains("TEMP B-TREE") }, "\(steps)")
+            }
+        }
+        #expect(try raw.integer("SELECT COUNT(*) FROM sqlite_master WHERE name = 'song_directory'") == 0)
     }
 
     @Test func versionZeroDatabaseIsMigratedAndAFutureVersionRefused() throws {

@@ -211,3 +211,31 @@ private func failure(_ arguments: String...) -> String? {
         #expect(failure(String(valid)) == nil)
     }
 }
+
+@Suite struct MPDSafeURITests {
+    /// MPD's uri_safe_local, segment by segment, as the rule reads.
+    private func bySegments(_ uri: String) -> Bool {
+        if uri.isEmpty { return true }
+        if uri.hasPrefix("/") { return false }
+        return !uri.split(separator: "/", omittingEmptySubsequences: false)
+            .contains { $0.isEmpty || $0 == "." || $0 == ".." }
+    }
+
+    @Test func byteCheckIsTheSegmentRule() {
+        #expect(MPDFilterParser.isSafeLocalURI(""))
+        #expect(MPDFilterParser.isSafeLocalURI("a/b.flac"))
+        #expect(MPDFilterParser.isSafeLocalURI("...") && MPDFilterParser.isSafeLocalURI("a/.x/..y/b.."))
+        #expect(!MPDFilterParser.isSafeLocalURI("a/../b") && !MPDFilterParser.isSafeLocalURI("/a")
+                && !MPDFilterParser.isSafeLocalURI("a/") && !MPDFilterParser.isSafeLocalURI("a//b")
+                && !MPDFilterParser.isSafeLocalURI(".") && !MPDFilterParser.isSafeLocalURI("a/."))
+        // Every string of up to 5 pieces.
+        let pieces = ["a", ".", "/", "é", ".."]
+        var strings = [""]
+        for _ in 0..<5 { strings = strings.flatMap { s in pieces.map { s + $0 } } + strings }
+        var checked = Set<String>()
+        for uri in strings where checked.insert(uri).inserted {
+            #expect(MPDFilterParser.isSafeLocalURI(uri) == bySegments(uri), "\(uri)")
+        }
+        #expect(checked.count > 1000)
+    }
+}
