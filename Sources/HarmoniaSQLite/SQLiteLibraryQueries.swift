@@ -53,7 +53,7 @@ extension SQLiteLibraryStore {
         try walk(from: "", songs: ("WHERE directory_id = ? ORDER BY add_rank", []), reading: Self.songPaths,
                  playlists: false) { entry, folderSongs in
             guard entry == nil else { return true }
-            for song in folderSongs where !body(song.path) { return false }
+            for path in folderSongs where !body(path) { return false }
             return true
         }
     }

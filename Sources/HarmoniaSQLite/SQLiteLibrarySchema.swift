@@ -120,9 +120,11 @@ enum SQLiteLibrarySchema {
         // 13 % of its instructions there). They replace `song_directory`,
         // whose lookups they serve; a first scan adds to them at their end
         // (folders are written one after another), so they are not deferred.
+        // The add order's also holds the path: the paths of a walk (`list
+        // file`) are read from the index alone, not from each song's row.
         """
-        DROP INDEX song_directory;
-        CREATE INDEX song_directory_add ON song(directory_id, add_rank);
+        DROP INDEX IF EXISTS song_directory;
+        CREATE INDEX song_directory_add ON song(directory_id, add_rank, path);
         CREATE INDEX song_directory_name ON song(directory_id, name_rank);
         """,
     ]

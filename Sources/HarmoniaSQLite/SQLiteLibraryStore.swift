@@ -402,11 +402,9 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
         try songRows(SQLiteRows.recordColumns, clause, values, db, SQLiteRows.record)
     }
 
-    /// `songs(_:_:_:)` with the path alone read: each song has no tag, size or time.
-    static func songPaths(_ clause: String, _ values: [SQLiteValue], _ db: SQLiteConnection) throws -> [LibrarySong] {
-        try songRows("path", clause, values, db) { row, _ in
-            LibrarySong(path: row.text(0) ?? "", modified: 0, size: 0, tags: [:], duration: nil, format: nil)
-        }
+    /// The paths of the songs `clause` selects.
+    static func songPaths(_ clause: String, _ values: [SQLiteValue], _ db: SQLiteConnection) throws -> [String] {
+        try songRows("path", clause, values, db) { row, _ in row.text(0) ?? "" }
     }
 
     /// `columns` of the songs `clause` selects, each row made into an item by `make`.
