@@ -2,10 +2,11 @@
 """A library of SONGS tracks: `harmonia-play serve` against MPD on the same generated files.
 
 The library is make_library.py's (SONGS tagged FLAC and MP3 files in album
-folders, one folder of 5,000 files; made once, reused). Each server is run in
-turn on it with a new database (server_bench.py's: serve with a new SQLite
-file, MPD 0.23 with a private configuration), after a read of every file
-(the page cache then holds them for both). Measured from outside, over MPD's
+folders, one folder of 5,000 files; made once, reused). Each server is
+started in turn on it with a new database (server_bench.py's: serve with a
+new SQLite file, MPD 0.23 with a private configuration), after a read of
+every file (the page cache then holds them for both), scanned and rescanned
+while the other is idle, and left running to the end. Measured from outside, over MPD's
 protocol: (1) full scan: from just before the process starts until `status`
 has no `updating_db` and `stats` counts every song; (2) RSS (VmRSS of
 /proc/PID/status) idle after the scan; database size (ours: the SQLite file
@@ -14,7 +15,9 @@ timed as a client sees it (server_bench.timed_update); (4) rescan after 100
 files touched (a new modification time) and 10 moved out (`stats` must then
 count 10 fewer; they are moved back and rescanned, untimed); (5) each query
 of QUERIES, one untimed, then RUNS timed, p50 and p95, from sending the line
-until the last byte of its OK (a raw reader: no line parsing in the timing);
+until the last byte of its OK (a raw reader: no line parsing in the timing),
+with both servers running and taking turns: 10 rounds of RUNS/10 runs each,
+the server going first alternating;
 (6) whole-library `listallinfo` and `list file`, 3 times: time, bytes, and
 how the answer ended (OK, ACK, or the connection closed); (7) RSS after all
 that, and peak RSS (VmHWM). Answers are compared between the servers: the
@@ -35,6 +38,7 @@ import server_bench as sb  # noqa: E402
 
 TOUCHED, DELETED = 100, 10
 ANSWER_TIMEOUT = 120.0
+ROUNDS = 10  # turns the servers take at each query (time_queries)
 
 
 def info(*parts):
@@ -146,15 +150,17 @@ def percentile(samples, q):
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
-def run_server(server, folder, songs, files, runs, rescans):
+def scan_and_rescan(server, folder, songs, files, rescans):
+    """Steps (1)-(4) on a server started here and left running; its results,
+    with the port and the pid."""
     r = {}
     warm_page_cache(folder)
     t0, port = server.start()
-    pid = server.process.pid
+    r["port"], r["pid"] = port, server.process.pid
     c = sb.connect(port, t0 + sb.START_TIMEOUT, server.process)
     sb.wait_scanned(c, songs, t0 + 3600)
     r["scan"] = time.monotonic() - t0
-    r["rss_idle"] = sb.memory_kib(pid)[1]
+    r["rss_idle"] = sb.memory_kib(r["pid"])[1]
     r["db"] = database_bytes(server)
     info(server.name, f"full scan {r['scan']:.2f} s, RSS {r['rss_idle'] / 1024:.1f} MiB, database {r['db'] / 1e6:.1f} MB")
     sb.timed_update(c)  # untimed warm-up
@@ -184,26 +190,49 @@ def run_server(server, folder, songs, files, runs, rescans):
     if int(sb.pairs(c.command("stats"))["songs"]) != songs:
         raise RuntimeError(f"{server.name}: songs missing after the restore")
     c.sock.close()
-    raw = RawClient(port)
-    r["queries"] = {}
-    for label, line, kind in queries(files):
-        times, answer = [], b""
-        raw.timed(line)
-        for _ in range(runs):
-            t, answer = raw.timed(line)
-            times.append(t)
-        if ending(answer) != "OK":
-            raise RuntimeError(f"{server.name}: {line}: the answer ended {ending(answer)}: {answer[-200:]!r}")
-        r["queries"][label] = {"p50": percentile(times, 0.5), "p95": percentile(times, 0.95),
-                               "answer": comparable(kind, answer), "bytes": len(answer)}
-        info(server.name, f"{label}: p50 {1000 * r['queries'][label]['p50']:.1f} ms, "
-                          f"p95 {1000 * r['queries'][label]['p95']:.1f} ms, {len(answer)} bytes")
-    raw.close()
+    return r
+
+
+def time_queries(servers, results, files, runs):
+    """Step (5) with every server running: each query's RUNS timed runs are
+    made in ROUNDS rounds, the servers taking turns within each round and the
+    one going first alternating, so that a change in the machine's load
+    falls on both alike (sub-millisecond queries are decided by such noise)."""
+    clients = {name: RawClient(results[name]["port"]) for name in servers}
+    names = list(servers)
+    per_round = max(1, runs // ROUNDS)
+    try:
+        for label, line, kind in queries(files):
+            times = {name: [] for name in names}
+            answers = {}
+            for name in names:
+                clients[name].timed(line)  # untimed
+            for turn in range(ROUNDS):
+                for name in (names if turn % 2 == 0 else names[::-1]):
+                    for _ in range(per_round):
+                        t, answers[name] = clients[name].timed(line)
+                        times[name].append(t)
+            for name in names:
+                answer = answers[name]
+                if ending(answer) != "OK":
+                    raise RuntimeError(f"{servers[name].name}: {line}: the answer ended {ending(answer)}: {answer[-200:]!r}")
+                q = {"p50": percentile(times[name], 0.5), "p95": percentile(times[name], 0.95),
+                     "answer": comparable(kind, answer), "bytes": len(answer)}
+                results[name].setdefault("queries", {})[label] = q
+                info(servers[name].name, f"{label}: p50 {1000 * q['p50']:.1f} ms, p95 {1000 * q['p95']:.1f} ms, "
+                                         f"{len(answer)} bytes")
+    finally:
+        for client in clients.values():
+            client.close()
+
+
+def whole_library(server, r):
+    """Steps (6) and (7)."""
     r["whole"] = {}
     for line in ("listallinfo", "list file"):
         samples = []
         for _ in range(3):
-            client = RawClient(port)
+            client = RawClient(r["port"])
             t, answer = client.timed(line)
             client.close()
             samples.append((t, len(answer), ending(answer), answer.count(b"\nfile: ") + answer.startswith(b"file: ")))
@@ -211,10 +240,9 @@ def run_server(server, folder, songs, files, runs, rescans):
         r["whole"][line] = {"seconds": t, "bytes": samples[-1][1], "ended": samples[-1][2], "files": samples[-1][3]}
         info(server.name, f"whole-library {line}: {t:.3f} s, {samples[-1][1]} bytes, ended {samples[-1][2]}, "
                           f"{samples[-1][3]} files")
-    hwm, rss = sb.memory_kib(pid)
+    hwm, rss = sb.memory_kib(r["pid"])
     r["rss_after"], r["rss_peak"] = rss, hwm
     info(server.name, f"RSS after the queries {rss / 1024:.1f} MiB, peak {hwm / 1024:.1f} MiB")
-    return r
 
 
 def main():
@@ -238,18 +266,21 @@ def main():
                                                          timeout=20).stdout)
     mpd_version = "MPD " + version.group(0) if version else "MPD"
     base = tempfile.mkdtemp(prefix="library-scale-", dir=work)
-    results = {}
+    results, servers = {}, {}
     try:
+        # Scans one server at a time (the other idle: MPD has auto_update off).
         for name, make in (("mpd", lambda d: sb.PeerMPD(folder, d)),
                            ("ours", lambda d: sb.OurServer(a.ours, folder, d))):
             d = os.path.join(base, name)
             os.makedirs(d)
-            server = make(d)
-            try:
-                results[name] = run_server(server, folder, songs, files, a.runs, a.rescans)
-            finally:
-                server.stop()
+            servers[name] = make(d)
+            results[name] = scan_and_rescan(servers[name], folder, songs, files, a.rescans)
+        time_queries(servers, results, files, a.runs)
+        for name, server in servers.items():
+            whole_library(server, results[name])
     finally:
+        for server in servers.values():
+            server.stop()
         shutil.rmtree(base, ignore_errors=True)
     ours, mpd = results["ours"], results["mpd"]
 
