@@ -70,6 +70,12 @@ import Testing
                 == ["01 a", "1 a", "Track1.flac", "track2.flac", "track10.flac"])
         #expect(NaturalOrder.sorted(["A b/x", "A/B/y", "A/x", "A"], byPath: { $0 }) == ["A", "A/B/y", "A/x", "A b/x"])
         #expect(NaturalOrder.pathLess("Disc 2/01.flac", "Disc 10/01.flac"))
+        // Items by name, and the order of indices, agree with `less` on every name.
+        let names = ["b10", "B2", "a", "", "a", "ß 1", "Ä", "x/y", "010", "10", "2"]
+        let byLess = names.sorted(by: NaturalOrder.less)
+        #expect(NaturalOrder.sorted(names.map { ($0, 0) }, byName: { $0.0 }).map(\.0) == byLess)
+        #expect(NaturalOrder.order(ofNames: names).map { names[$0] } == byLess)
+        #expect(NaturalOrder.sorted([("only", 1)], byName: { $0.0 }).map(\.1) == [1])
     }
 
     @Test func songFromTagsWritesBareNumbersYearAndFormat() {
