@@ -147,7 +147,17 @@ public struct MPDResponseWriter: Sendable {
     private static func hasNoNewline(_ value: String) -> Bool {
         var value = value
         return value.withUTF8 { bytes in
-            !bytes.contains { $0 < 0x20 || $0 == 0xC2 || $0 == 0xE2 } || !String(decoding: bytes, as: UTF8.self).contains(where: \.isNewline)
+            // Most values: every byte in 0x20..<0xC2, found with a lowest and
+            // a highest byte (a loop the compiler vectorizes).
+            var lowest: UInt8 = 0xFF
+            var highest: UInt8 = 0
+            for byte in bytes {
+                lowest = min(lowest, byte)
+                highest = max(highest, byte)
+            }
+            if lowest >= 0x20 && highest < 0xC2 { return true }
+            return !bytes.contains { $0 < 0x20 || $0 == 0xC2 || $0 == 0xE2 }
+                || !String(decoding: bytes, as: UTF8.self).contains(where: \.isNewline)
         }
     }
 

@@ -143,6 +143,15 @@ import Testing
         var writer = MPDResponseWriter()
         writer.append("Comment", "La la la\nSecond line")
         #expect(writer.text == "Comment: La la la Second line\n")
+        // Every kind of newline becomes a space; other bytes, below 0x20
+        // or not ASCII, are kept as they are.
+        for (value, written) in [("a\rb", "a b"), ("a\r\nb", "a b"), ("a\u{85}b", "a b"), ("a\u{2028}b", "a b"),
+                                 ("a\u{2029}b", "a b"), ("a\u{0B}b\u{0C}", "a b "), ("a\tb", "a\tb"), ("Ünï ½ ~", "Ünï ½ ~"),
+                                 ("\u{2027}\u{202A}", "\u{2027}\u{202A}"), (" ", " "), ("", "")] {
+            var one = MPDResponseWriter()
+            one.append("Comment", value)
+            #expect(one.text == "Comment: \(written)\n", "\(Array(value.utf8))")
+        }
     }
 
     @Test func binaryChunks() throws {
