@@ -24,12 +24,11 @@ public enum NaturalOrder {
         names.map(NaturalKey.init).sorted(by: <).map(\.text)
     }
 
-    /// `items` sorted by the natural order of `name(item)`, each name split once.
-    /// (`map { $0.1 }`, not `map(\.1)`: a key path into a generic tuple is
-    /// built at run time at every call, 5 % of a small `lsinfo`.)
-    /// Fewer than two items are returned as they are: this generic is not
-    /// specialized across modules, and its maps and sort cost a listing about
-    /// 7,000 instructions per call even for an empty folder list.
+    /// `items` sorted by the natural order of `name(item)`, each name split
+    /// once (`order(ofNames:)`). Fewer than two items are returned as they
+    /// are: this generic is not specialized across modules, and its maps
+    /// cost a listing about 7,000 instructions per call even for an empty
+    /// folder list.
     public static func sorted<T>(_ items: [T], byName name: (T) -> String) -> [T] {
         guard items.count > 1 else { return items }
         return order(ofNames: items.map(name)).map { items[$0] }

@@ -29,18 +29,18 @@ extension SQLiteLibraryStore {
                 return
             }
         }
-        let top = pushdown.base ?? ""
-        guard try read({ db in try? Self.directoryID(top, db) }) != nil else {
-            // The base is a song, or not in the library.
-            for song in LibraryAggregation.addOrder(try songs(matching: filter)) where !body(song) { return }
-            return
-        }
         let clause = "WHERE directory_id = ?" + (pushdown.clauses.isEmpty ? "" : " AND " + pushdown.clauses.joined(separator: " AND "))
             + " ORDER BY add_rank"
-        try walk(from: top, songs: (clause, pushdown.values), reading: Self.songs, playlists: false) { entry, folderSongs in
-            guard entry == nil else { return true }  // folders: only their songs are visited
-            for song in folderSongs where matcher.matches(song) && !body(song) { return false }
-            return true
+        do throws(CoreError) {
+            try walk(from: pushdown.base ?? "", songs: (clause, pushdown.values), reading: Self.songs,
+                     playlists: false) { entry, folderSongs in
+                guard entry == nil else { return true }  // folders: only their songs are visited
+                for song in folderSongs where matcher.matches(song) && !body(song) { return false }
+                return true
+            }
+        } catch where error.category == .notFound {
+            // No folder at the base (the walk visited nothing): a song, or not in the library.
+            for song in LibraryAggregation.addOrder(try songs(matching: filter)) where !body(song) { return }
         }
     }
 

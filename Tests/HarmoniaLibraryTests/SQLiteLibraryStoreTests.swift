@@ -52,6 +52,24 @@ import Testing
         #expect(try raw.integer("SELECT COUNT(*) FROM sqlite_master WHERE name = 'song_directory'") == 0)
     }
 
+    /// `stats` is kept while nothing is committed and counted again after a
+    /// commit by another connection (a second process on the same file).
+    @Test func keptStatsAreCountedAgainAfterAnotherConnectionCommits() throws {
+        let folder = try TemporaryFolder("sqlite")
+        defer { folder.remove() }
+        let file = try sampleDatabase(in: folder)
+        let store = try SQLiteLibraryStore(file: file)
+        defer { store.close() }
+        let before = try store.stats()
+        #expect(try store.stats() == before)
+        let other = try SQLiteLibraryStore(file: file)
+        try other.add([LibrarySong(path: "New/1.flac", modified: 1, size: 1, tags: [.artist: ["Nobody Sampled Yet"]])])
+        other.close()
+        let after = try store.stats()
+        #expect(after.songs == before.songs + 1)
+        #expect(after.artists == before.artists + 1)
+    }
+
     @Test func versionZeroDatabaseIsMigratedAndAFutureVersionRefused() throws {
         let folder = try TemporaryFolder("sqlite")
         defer { folder.remove() }
