@@ -86,9 +86,11 @@ public protocol LibraryStorePort: AnyObject, Sendable {
     func visitSongs(matching filter: LibraryFilter, _ body: (LibrarySong) -> Bool) throws(CoreError)
 
     /// The paths of `visitSongs(matching:)`'s songs, in its order (`list
-    /// file`): a store may read less than whole songs for them.
+    /// file`), each as its UTF-8 bytes, valid only during the call: a store
+    /// may read less than whole songs for them, and need not make a String
+    /// of each.
     /// - Throws: as `visitSongs(matching:)`.
-    func visitSongPaths(matching filter: LibraryFilter, _ body: (String) -> Bool) throws(CoreError)
+    func visitSongPaths(matching filter: LibraryFilter, _ body: (UnsafeBufferPointer<UInt8>) -> Bool) throws(CoreError)
 
     /// `allEntries(under:)`, each folder's songs in `songOrder`, handed to
     /// `body` one at a time as read (folder by folder); stops when `body`
@@ -215,8 +217,11 @@ extension LibraryStorePort {
     }
 
     /// `visitSongs(matching:)`'s paths, for a store that has nothing leaner.
-    public func visitSongPaths(matching filter: LibraryFilter, _ body: (String) -> Bool) throws(CoreError) {
-        try visitSongs(matching: filter) { body($0.path) }
+    public func visitSongPaths(matching filter: LibraryFilter, _ body: (UnsafeBufferPointer<UInt8>) -> Bool) throws(CoreError) {
+        try visitSongs(matching: filter) { song in
+            var path = song.path
+            return path.withUTF8(body)
+        }
     }
 
     /// `allEntries(under:)`, each folder's run of songs put in `songOrder`,

@@ -118,6 +118,60 @@ public struct MPDResponseWriter: Sendable {
         appendLine("\(key): \(clean)")
     }
 
+    /// `key: value` for a value given as its UTF-8 bytes (a path the store
+    /// read, valid only during the call): well-formed UTF-8 without a
+    /// control character or a newline is copied as it is; anything else goes
+    /// through `append(_:_:)` as a String (bytes that are not UTF-8
+    /// replaced, newlines written as spaces).
+    public mutating func append(_ key: StaticString, utf8 value: UnsafeBufferPointer<UInt8>) {
+        guard !isOverflowed else { return }
+        guard Self.isPlainText(value) else {
+            append(key.description, String(decoding: value, as: UTF8.self))
+            return
+        }
+        guard makeRoom(for: key.utf8CodeUnitCount + value.count + 3) else { return }
+        key.withUTF8Buffer { bytes.append(contentsOf: $0) }
+        bytes.append(UInt8(ascii: ":"))
+        bytes.append(UInt8(ascii: " "))
+        bytes.append(contentsOf: value)
+        bytes.append(0x0A)
+    }
+
+    /// True when `bytes` are well-formed UTF-8 (Unicode's table 3-7) with
+    /// no byte below 0x20 and no U+0085, U+2028 or U+2029: a value written
+    /// as it is. One pass; ASCII costs a compare or two a byte.
+    static func isPlainText(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        var index = 0
+        let end = bytes.count
+        while index < end {
+            let lead = bytes[index]
+            if lead < 0x80 {
+                guard lead >= 0x20 else { return false }
+                index += 1
+                continue
+            }
+            // The range of the second byte, and how many bytes in all.
+            let second: ClosedRange<UInt8>, length: Int
+            switch lead {
+            case 0xC2...0xDF: (second, length) = (0x80...0xBF, 2)
+            case 0xE0: (second, length) = (0xA0...0xBF, 3)
+            case 0xE1...0xEC, 0xEE...0xEF: (second, length) = (0x80...0xBF, 3)
+            case 0xED: (second, length) = (0x80...0x9F, 3)
+            case 0xF0: (second, length) = (0x90...0xBF, 4)
+            case 0xF1...0xF3: (second, length) = (0x80...0xBF, 4)
+            case 0xF4: (second, length) = (0x80...0x8F, 4)
+            default: return false
+            }
+            guard end - index >= length, second.contains(bytes[index + 1]) else { return false }
+            for offset in 2..<max(2, length) where bytes[index + offset] & 0xC0 != 0x80 { return false }
+            // U+0085 is C2 85; U+2028 and U+2029 are E2 80 A8 and E2 80 A9.
+            if lead == 0xC2 && bytes[index + 1] == 0x85 { return false }
+            if lead == 0xE2 && bytes[index + 1] == 0x80 && (bytes[index + 2] == 0xA8 || bytes[index + 2] == 0xA9) { return false }
+            index += length
+        }
+        return true
+    }
+
     /// Copies `text`'s UTF-8 into `bytes` in one move (the caller made room).
     private mutating func appendBytes(of text: String) {
         var text = text
@@ -147,18 +201,24 @@ public struct MPDResponseWriter: Sendable {
     private static func hasNoNewline(_ value: String) -> Bool {
         var value = value
         return value.withUTF8 { bytes in
-            // Most values: every byte in 0x20..<0xC2, found with a lowest and
-            // a highest byte (a loop the compiler vectorizes).
-            var lowest: UInt8 = 0xFF
-            var highest: UInt8 = 0
-            for byte in bytes {
-                lowest = min(lowest, byte)
-                highest = max(highest, byte)
-            }
-            if lowest >= 0x20 && highest < 0xC2 { return true }
+            // Most values: every byte in 0x20..<0xC2.
+            let range = byteRange(bytes)
+            if range.lowest >= 0x20 && range.highest < 0xC2 { return true }
             return !bytes.contains { $0 < 0x20 || $0 == 0xC2 || $0 == 0xE2 }
                 || !String(decoding: bytes, as: UTF8.self).contains(where: \.isNewline)
         }
+    }
+
+    /// The lowest and the highest byte of `bytes` (0xFF and 0 when empty),
+    /// in one pass the compiler vectorizes.
+    private static func byteRange(_ bytes: UnsafeBufferPointer<UInt8>) -> (lowest: UInt8, highest: UInt8) {
+        var lowest: UInt8 = 0xFF
+        var highest: UInt8 = 0
+        for byte in bytes {
+            lowest = min(lowest, byte)
+            highest = max(highest, byte)
+        }
+        return (lowest, highest)
     }
 
     public mutating func append(_ key: String, _ value: some BinaryInteger) {

@@ -1,41 +1,73 @@
-// Songs' places in their folder, stored — specs/library.md §Store (Large libraries)
+// Songs' places in their folder, and folders' among their siblings, stored — specs/library.md §Store (Large libraries)
 import HarmoniaCore
 import HarmoniaLibrary
 
 /// Keeps `song.name_rank` and `song.add_rank`: each song's place among its
 /// folder's songs in natural order of file name and in add order
-/// (`LibraryAggregation.folderOrder`: album, disc, track, name). A folder
-/// whose songs were written is ranked again in the same transaction, before
-/// it commits, so a committed folder is always in order, and a query reads a
-/// folder's songs with `ORDER BY` instead of sorting them.
+/// (`LibraryAggregation.folderOrder`: album, disc, track, name); and
+/// `directory.name_rank`: each folder's place among its siblings in natural
+/// order of name. A folder whose songs were written, or that gained a
+/// subfolder, is ranked again in the same transaction, before it commits,
+/// so a committed folder is always in order, and a query reads a folder's
+/// songs and subfolders with `ORDER BY` instead of sorting them. A deleted
+/// song or folder leaves a gap, which keeps the order.
 ///
 /// Threads: the writer connection's, under the store's writer lock.
 struct SQLiteFolderRanks {
     /// Folders whose songs were written since the last ranking.
     private(set) var dirty: Set<Int64> = []
+    /// Folders that gained a subfolder since the last ranking.
+    private(set) var dirtyParents: Set<Int64> = []
 
     /// Notes that a song of folder `id` was written.
     mutating func touched(_ id: Int64) { dirty.insert(id) }
 
+    /// Notes that folder `id` gained a subfolder.
+    mutating func gainedSubfolder(_ id: Int64) { dirtyParents.insert(id) }
+
     /// Forgets the folders noted (the transaction was rolled back).
-    mutating func reset() { dirty.removeAll() }
+    mutating func reset() {
+        dirty.removeAll()
+        dirtyParents.removeAll()
+    }
 
     /// Ranks the folders noted, then forgets them.
     mutating func rankTouched(_ db: SQLiteConnection) throws {
         for id in dirty { try Self.rank(folder: id, db) }
-        dirty.removeAll()
+        for id in dirtyParents { try Self.rank(subfoldersOf: id, db) }
+        reset()
     }
 
-    /// Ranks every folder holding an unranked song (a database from an
-    /// older build, migrated). Returns the folders ranked.
+    /// Ranks every folder holding an unranked song or subfolder (a
+    /// database from an older build, migrated). Returns the folders ranked.
     @discardableResult
     static func rankUnranked(_ db: SQLiteConnection) throws -> Int {
-        var folders: [Int64] = []
+        var folders: [Int64] = [], parents: [Int64] = []
         try db.withCached("SELECT DISTINCT directory_id FROM song WHERE name_rank IS NULL OR add_rank IS NULL") { statement in
             while try statement.step() { folders.append(statement.int64(0) ?? 0) }
         }
+        try db.withCached("SELECT DISTINCT parent_id FROM directory WHERE name_rank IS NULL AND parent_id IS NOT NULL") { statement in
+            while try statement.step() { parents.append(statement.int64(0) ?? 0) }
+        }
         for id in folders { try rank(folder: id, db) }
-        return folders.count
+        for id in parents { try rank(subfoldersOf: id, db) }
+        return folders.count + parents.count
+    }
+
+    /// Writes the ranks of folder `id`'s subfolders where they changed.
+    static func rank(subfoldersOf id: Int64, _ db: SQLiteConnection) throws {
+        var rowIDs: [Int64] = [], names: [String] = [], stored: [Int64?] = []
+        try db.withCached("SELECT id, path, name_rank FROM directory WHERE parent_id = ? AND id <> ?") { statement in
+            try statement.bind([.integer(id), .integer(id)])
+            while try statement.step() {
+                rowIDs.append(statement.int64(0) ?? 0)
+                names.append(LibraryPathName.of(statement.text(1) ?? ""))
+                stored.append(statement.int64(2))
+            }
+        }
+        for (place, row) in NaturalOrder.order(ofNames: names).enumerated() where stored[row] != Int64(place) {
+            try db.run(cached: "UPDATE directory SET name_rank = ? WHERE id = ?", [.integer(Int64(place)), .integer(rowIDs[row])])
+        }
     }
 
     /// Writes the ranks of folder `id`'s songs where they changed.

@@ -29,11 +29,11 @@ extension SQLiteLibraryStore {
                 return
             }
         }
-        let clause = "WHERE directory_id = ?" + (pushdown.clauses.isEmpty ? "" : " AND " + pushdown.clauses.joined(separator: " AND "))
-            + " ORDER BY add_rank"
+        let folderSongs = SQLiteWalkRead<[LibrarySong]>(
+            columns: SQLiteRows.songColumns, order: .add, condition: pushdown.clauses.map { " AND " + $0 }.joined(),
+            values: pushdown.values) { songs, row, db in songs.append(try SQLiteRows.song(from: row, db)) }
         do throws(CoreError) {
-            try walk(from: pushdown.base ?? "", songs: (clause, pushdown.values), reading: Self.songs,
-                     playlists: false) { entry, folderSongs in
+            try walk(from: pushdown.base ?? "", reading: folderSongs, playlists: false) { entry, folderSongs in
                 guard entry == nil else { return true }  // folders: only their songs are visited
                 for song in folderSongs where matcher.matches(song) && !body(song) { return false }
                 return true
@@ -44,24 +44,27 @@ extension SQLiteLibraryStore {
         }
     }
 
-    public func visitSongPaths(matching filter: LibraryFilter, _ body: (String) -> Bool) throws(CoreError) {
+    public func visitSongPaths(matching filter: LibraryFilter, _ body: (UnsafeBufferPointer<UInt8>) -> Bool) throws(CoreError) {
         guard filter == .and([]) else {
-            try visitSongs(matching: filter) { body($0.path) }
+            try visitSongs(matching: filter) { song in
+                var path = song.path
+                return path.withUTF8(body)
+            }
             return
         }
-        // Every song: the folders' paths alone, in their stored order.
-        try walk(from: "", songs: ("WHERE directory_id = ? ORDER BY add_rank", []), reading: Self.songPaths,
-                 playlists: false) { entry, folderSongs in
-            guard entry == nil else { return true }
-            for path in folderSongs where !body(path) { return false }
-            return true
+        // Every song: the folders' paths alone, in their stored order, as bytes.
+        let paths = SQLiteWalkRead<SQLitePathList>(columns: "path", order: .add) { paths, row, _ in paths.append(row) }
+        try walk(from: "", reading: paths, playlists: false) { entry, paths in
+            entry == nil ? paths.forEach(body) : true
         }
     }
 
     public func visitEntries(under directory: String, songOrder: LibrarySongOrder,
                              _ body: (LibraryEntry) -> Bool) throws(CoreError) {
-        try walk(from: directory, songs: ("WHERE directory_id = ? ORDER BY " + Self.rankColumn(songOrder), []),
-                 reading: Self.songs, playlists: true) { entry, folderSongs in
+        let songs = SQLiteWalkRead<[LibrarySong]>(columns: SQLiteRows.songColumns, order: songOrder) { songs, row, db in
+            songs.append(try SQLiteRows.song(from: row, db))
+        }
+        try walk(from: directory, reading: songs, playlists: true) { entry, folderSongs in
             if let entry { return body(entry) }
             for song in folderSongs where !body(.song(song)) { return false }
             return true
@@ -70,8 +73,10 @@ extension SQLiteLibraryStore {
 
     public func visitRecordEntries(under directory: String, songOrder: LibrarySongOrder,
                                    _ body: (LibraryRecordEntry) -> Bool) throws(CoreError) {
-        try walk(from: directory, songs: ("WHERE directory_id = ? ORDER BY " + Self.rankColumn(songOrder), []),
-                 reading: Self.records, playlists: true) { entry, folderRecords in
+        let records = SQLiteWalkRead<[LibrarySongRecord]>(columns: SQLiteRows.recordColumns, order: songOrder) { records, row, db in
+            records.append(try SQLiteRows.record(from: row, db))
+        }
+        try walk(from: directory, reading: records, playlists: true) { entry, folderRecords in
             if let entry { return body(LibraryRecordEntry(entry)) }
             for record in folderRecords where !body(.song(record)) { return false }
             return true
@@ -110,26 +115,25 @@ extension SQLiteLibraryStore {
     /// none; looked up in the read of the tree): for each folder, the
     /// folder itself as `.directory` (not the top), its songs, its playlists
     /// (when `playlists`), then its subfolders in natural order. `body` gets
-    /// an entry, or nil and a folder's songs (the rows of `songs.clause`, the
-    /// folder's id bound first, as `readSongs` reads them: songs, paths or
-    /// records), to order and hand on; it returns false to
-    /// stop. The folder tree is read first (a row per folder); the songs are
-    /// read a run of folders at a time, each run one read transaction under
-    /// the reader's lock, so a slow client never holds it.
-    private func walk<Song>(from top: String, songs: (clause: String, values: [SQLiteValue]),
-                            reading readSongs: (String, [SQLiteValue], SQLiteConnection) throws -> [Song], playlists: Bool,
-                            _ body: (LibraryEntry?, [Song]) -> Bool) throws(CoreError) {
+    /// an entry, or nil and a folder's songs (as `read` reads them: songs,
+    /// paths or records), to order and hand on; it returns false to stop.
+    /// The folder tree is read first (a row per folder); the songs are read
+    /// a run of folders at a time, each run one read transaction under the
+    /// reader's lock, so a slow client never holds it.
+    private func walk<Rows: SQLiteFolderRows>(from top: String, reading read: SQLiteWalkRead<Rows>, playlists: Bool,
+                                              _ body: (LibraryEntry?, Rows) -> Bool) throws(CoreError) {
         let range = SQLiteFilterPushdown.pathRange(under: top)
         let inside = top.isEmpty ? "WHERE path <> ''" : "WHERE path >= ? AND path < ?"
         let bounds: [SQLiteValue] = top.isEmpty ? [] : [.text(range.from), .text(range.to)]
-        let (topID, folders, lists) = try read { db in
+        let (topID, folders, lists) = try self.read { db in
             let topID = try Self.directoryID(top, db)
-            var children: [Int64: [(Int64, LibraryDirectory)]] = [:]
-            try db.withCached("SELECT id, parent_id, path, modified FROM directory \(inside)") { statement in
+            var children: [Int64: [(rank: Int64, id: Int64, directory: LibraryDirectory)]] = [:]
+            try db.withCached("SELECT id, parent_id, path, modified, name_rank FROM directory \(inside)") { statement in
                 try statement.bind(bounds)
                 while try statement.step() {
                     children[statement.int64(1) ?? 0, default: []].append(
-                        (statement.int64(0) ?? 0, LibraryDirectory(path: statement.text(2) ?? "", modified: statement.int64(3) ?? 0)))
+                        (statement.int64(4) ?? .max, statement.int64(0) ?? 0,
+                         LibraryDirectory(path: statement.text(2) ?? "", modified: statement.int64(3) ?? 0)))
                 }
             }
             var lists: [Int64: [LibraryPlaylist]] = [:]
@@ -144,37 +148,79 @@ extension SQLiteLibraryStore {
             }
             return (topID, children, lists)
         }
-        // Tree order: each folder before its contents, siblings in natural order.
-        var order: [(Int64, LibraryDirectory?)] = []
-        var stack: [(Int64, LibraryDirectory?)] = [(topID, nil)]
+        // Tree order: each folder before its contents, siblings in natural
+        // order (their stored ranks: SQLiteFolderRanks).
+        var order: [(id: Int64, directory: LibraryDirectory?)] = []
+        var stack: [(id: Int64, directory: LibraryDirectory?)] = [(topID, nil)]
         while let (id, directory) = stack.popLast() {
             order.append((id, directory))
-            let subfolders = NaturalOrder.sorted(folders[id] ?? [], byName: { LibraryPathName.of($0.1.path) })
-            stack += subfolders.filter { $0.0 != id }.reversed().map { ($0.0, $0.1) }
+            guard var subfolders = folders[id] else { continue }
+            if subfolders.count > 1 { subfolders.sort { $0.rank > $1.rank } }
+            for subfolder in subfolders where subfolder.id != id { stack.append((subfolder.id, subfolder.directory)) }
         }
         var next = 0
         while next < order.count {
             // A run of folders, up to about `runSongs` songs, read together.
-            let run = try read { db in
-                var run: [[Song]] = []
+            let run = try self.read { db in
+                var run: [Rows] = []
                 var count = 0
                 while next + run.count < order.count, count < Self.runSongs {
-                    let values = [.integer(order[next + run.count].0)] + songs.values
-                    let found = try readSongs(songs.clause, values, db)
-                    count += found.count + 1
-                    run.append(found)
+                    let stretch = try Self.readStretch(of: order[(next + run.count)...].lazy.map(\.id), read, db,
+                                                       songs: Self.runSongs - count)
+                    count += stretch.count + stretch.folders.count
+                    run += stretch.folders
                 }
                 return run
             }
             for found in run {
                 let (id, directory) = order[next]
                 next += 1
-                if let directory, !body(.directory(directory), []) { return }
+                if let directory, !body(.directory(directory), Rows()) { return }
                 guard body(nil, found) else { return }
                 for list in NaturalOrder.sorted(lists[id] ?? [], byName: { LibraryPathName.of($0.path) })
-                where !body(.playlist(list), []) { return }
+                where !body(.playlist(list), Rows()) { return }
             }
         }
+    }
+
+    /// The songs of the first folders of `ids` (walk order) whose ids follow
+    /// one another (a scan adds folders in walk order), read with one
+    /// statement over their range of ids: each folder whole, the first
+    /// always, the others until about `limit` songs are read. Returns each
+    /// folder's rows, in order, and the songs read.
+    private static func readStretch<Rows: SQLiteFolderRows>(of ids: some Collection<Int64>, _ read: SQLiteWalkRead<Rows>,
+                                                            _ db: SQLiteConnection, songs limit: Int) throws -> (folders: [Rows], count: Int) {
+        var last = ids.startIndex, length = 1
+        while case let following = ids.index(after: last), following != ids.endIndex, ids[following] == ids[last] &+ 1 {
+            last = following
+            length += 1
+        }
+        let first = ids[ids.startIndex]
+        var folders: [Rows] = []
+        var rows = Rows()  // of the folder `first + folders.count`
+        var count = 0
+        let whole = try db.withCached(read.sql) { statement in
+            try statement.bind([.integer(first), .integer(ids[last])] + read.values)
+            while try statement.step() {
+                // The rows come folder by folder in id order: a row of a later
+                // folder ends the one before, and may end the stretch.
+                let id = statement.int64(read.idColumn) ?? first
+                if id > first &+ Int64(folders.count) {
+                    folders.append(rows)
+                    rows = Rows()
+                    if count >= limit { return false }
+                    while first &+ Int64(folders.count) < id, folders.count < length { folders.append(Rows()) }
+                }
+                try read.add(&rows, statement, db)
+                count += 1
+            }
+            return true
+        }
+        if whole {
+            folders.append(rows)
+            while folders.count < length { folders.append(Rows()) }
+        }
+        return (folders, count)
     }
 
     /// The songs of a run of folders read in one transaction (`walk`).
@@ -321,5 +367,65 @@ extension LibraryFilter {
         case .base(let directory): directory.isEmpty
         default: false
         }
+    }
+}
+
+/// What a walk reads of each folder's songs: songs, records or paths.
+protocol SQLiteFolderRows {
+    /// None (what the walk hands with a folder or a playlist).
+    init()
+    /// The songs read.
+    var count: Int { get }
+}
+
+extension Array: SQLiteFolderRows {}
+
+/// A folder's song paths as their UTF-8 bytes one after another (`list
+/// file`): two buffers a folder instead of a String a song.
+struct SQLitePathList: SQLiteFolderRows {
+    private var bytes: [UInt8] = []
+    /// Where each path ends in `bytes`.
+    private var ends: [Int] = []
+
+    var count: Int { ends.count }
+
+    /// Appends column 0 of `row` (NULL as an empty path).
+    mutating func append(_ row: SQLiteStatement) {
+        _ = row.appendText(0, to: &bytes)
+        ends.append(bytes.count)
+    }
+
+    /// `body` on each path in order, until it returns false; false when it did.
+    func forEach(_ body: (UnsafeBufferPointer<UInt8>) -> Bool) -> Bool {
+        bytes.withUnsafeBufferPointer { all in
+            var start = 0
+            for end in ends {
+                guard body(UnsafeBufferPointer(rebasing: all[start..<end])) else { return false }
+                start = end
+            }
+            return true
+        }
+    }
+}
+
+/// What a walk reads of each folder's songs: `columns`, in `order`, of the
+/// songs that `condition` (an ` AND …` clause, with `values`) keeps, from
+/// the index of that order; `add` puts a row in its folder's rows.
+struct SQLiteWalkRead<Rows: SQLiteFolderRows> {
+    /// The statement: a range of folder ids bound first, then `values`.
+    let sql: String
+    /// The folder id's column, after `columns`.
+    let idColumn: Int32
+    let values: [SQLiteValue]
+    let add: (inout Rows, SQLiteStatement, SQLiteConnection) throws -> Void
+
+    init(columns: String, order: LibrarySongOrder, condition: String = "", values: [SQLiteValue] = [],
+         add: @escaping (inout Rows, SQLiteStatement, SQLiteConnection) throws -> Void) {
+        let index = order == .add ? "song_directory_add" : "song_directory_name"
+        sql = "SELECT \(columns), directory_id FROM song INDEXED BY \(index) WHERE directory_id BETWEEN ? AND ?\(condition)"
+            + " ORDER BY directory_id, " + SQLiteLibraryStore.rankColumn(order)
+        idColumn = Int32(columns.split(separator: ",").count)
+        self.values = values
+        self.add = add
     }
 }

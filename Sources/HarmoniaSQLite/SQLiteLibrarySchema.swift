@@ -127,6 +127,18 @@ enum SQLiteLibrarySchema {
         CREATE INDEX song_directory_add ON song(directory_id, add_rank, path);
         CREATE INDEX song_directory_name ON song(directory_id, name_rank);
         """,
+        // 8: each folder's place among its siblings in natural order of
+        // name, kept by the store as folders are added (SQLiteFolderRanks),
+        // so a walk or a listing puts subfolders in order without comparing
+        // their names (the natural sort of the top's 4,322 folders was a
+        // tenth of a whole-library `list file`); NULL until ranked, on
+        // opening. The index of the parent gains the rank: a folder's
+        // subfolders are read in order from it.
+        """
+        ALTER TABLE directory ADD COLUMN name_rank INTEGER;
+        DROP INDEX IF EXISTS directory_parent;
+        CREATE INDEX directory_parent ON directory(parent_id, name_rank);
+        """,
     ]
 
     /// The song indexes a first scan builds once at its end instead of row by

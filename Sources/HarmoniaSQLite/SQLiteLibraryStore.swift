@@ -78,14 +78,14 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
         }
     }
 
-    /// The id of `directory`, its subfolders and its playlists, each in natural order of name.
+    /// The id of `directory`, its subfolders and its playlists, each in
+    /// natural order of name (the subfolders by their stored rank).
     private static func folderAndPlaylists(of directory: String, _ db: SQLiteConnection) throws
         -> (id: Int64, folders: [LibraryDirectory], playlists: [LibraryPlaylist]) {
         let id = try directoryID(directory, db)
-        let folders = try directories("WHERE parent_id = ? AND id <> ?", [.integer(id), .integer(id)], db)
+        let folders = try directories("WHERE parent_id = ? AND id <> ? ORDER BY name_rank", [.integer(id), .integer(id)], db)
         let playlists = try self.playlists("WHERE directory_id = ?", [.integer(id)], db)
-        return (id, NaturalOrder.sorted(folders, byName: { LibraryPathName.of($0.path) }),
-                NaturalOrder.sorted(playlists, byName: { LibraryPathName.of($0.path) }))
+        return (id, folders, NaturalOrder.sorted(playlists, byName: { LibraryPathName.of($0.path) }))
     }
 
     public func stamps(of directory: String) throws(CoreError) -> LibraryFolderStamps {
@@ -214,10 +214,18 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
                 return
             }
             let parentID = try Self.directoryID(parent, db, missing: "folder '\(parent)' is not in the library: add it before '\(directory.path)'")
-            try db.run(cached: """
+            // A new folder (no rank yet) is placed among its siblings before the commit.
+            let ranked = try db.withCached("""
                 INSERT INTO directory(path, parent_id, modified) VALUES (?, ?, ?)
                 ON CONFLICT(path) DO UPDATE SET parent_id = excluded.parent_id, modified = excluded.modified
-                """, [.text(directory.path), .integer(parentID), .integer(directory.modified)])
+                RETURNING name_rank IS NOT NULL
+                """) { statement in
+                try statement.bind([.text(directory.path), .integer(parentID), .integer(directory.modified)])
+                let ranked = try statement.step() && statement.int64(0) == 1
+                while try statement.step() {}
+                return ranked
+            }
+            if !ranked { self.ranks.gainedSubfolder(parentID) }
         }
     }
 
@@ -400,11 +408,6 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
     /// `songs(_:_:_:)` as records (`SQLiteRows.record(from:_:)`).
     static func records(_ clause: String, _ values: [SQLiteValue], _ db: SQLiteConnection) throws -> [LibrarySongRecord] {
         try songRows(SQLiteRows.recordColumns, clause, values, db, SQLiteRows.record)
-    }
-
-    /// The paths of the songs `clause` selects.
-    static func songPaths(_ clause: String, _ values: [SQLiteValue], _ db: SQLiteConnection) throws -> [String] {
-        try songRows("path", clause, values, db) { row, _ in row.text(0) ?? "" }
     }
 
     /// `columns` of the songs `clause` selects, each row made into an item by `make`.

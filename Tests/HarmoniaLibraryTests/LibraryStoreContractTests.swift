@@ -204,6 +204,59 @@ import Testing
         #expect(visited.filter { if case .song = $0 { true } else { false } }.count == SampleLibrary.songs.count + 5)
     }
 
+    /// The songs and folders (marked "/") under `directory` in walk order, from listings alone.
+    private func walkOrder(_ store: any LibraryStorePort, _ directory: String) throws -> [String] {
+        let listing = try store.listing(of: directory, songOrder: .add)
+        return try listing.songs.map(\.path) + listing.directories.flatMap { ["/" + $0.path] + (try walkOrder(store, $0.path)) }
+    }
+
+    /// A walk longer than one read (SQLite reads about 2,000 songs at a
+    /// time, several folders with one statement when a scan added them in
+    /// walk order) gives every song once, in tree order, also after folders
+    /// were added between others and deleted; and it stops when told to.
+    @Test(arguments: StoreKind.allCases)
+    func aLongWalkOfFoldersAddedInAndOutOfOrderIsInTreeOrder(kind: StoreKind) throws {
+        let (store, folder) = try kind.make()
+        defer { store.close(); folder.remove() }
+        func album(_ path: String, _ count: Int) -> [LibrarySong] {
+            (1...count).reversed().map { SampleLibrary.song("\(path)/\($0) x.flac", [.album: path, .track: "\($0)"]) }
+        }
+        try store.add((1...12).flatMap { artist in (1...3).flatMap { album("Art \(artist)/Alb \($0)", 70) } })
+        try store.add(album("Art 5/Alb 2b", 30) + album("Art 0/Alb 1", 5) + album("Art 12/Alb 0", 3))
+        try store.deleteDirectory(at: "Art 7/Alb 1")
+        try store.deleteDirectory(at: "Art 9")
+        let entries = try walkOrder(store, "")
+        let expected = entries.filter { !$0.hasPrefix("/") }
+        #expect(expected.count == 12 * 3 * 70 + 38 - 4 * 70)
+        #expect(Set(expected).count == expected.count)
+        var paths: [String] = [], songs: [String] = [], records: [String] = []
+        try store.visitSongPaths(matching: .and([])) { paths.append(String(decoding: $0, as: UTF8.self)); return true }
+        try store.visitSongs(matching: .and([])) { songs.append($0.path); return true }
+        try store.visitRecordEntries(under: "", songOrder: .add) { entry in
+            switch entry {
+            case .song(let record): records.append(record.path)
+            case .directory(let directory): records.append("/" + directory.path)
+            case .playlist: break
+            }
+            return true
+        }
+        // Compared without printing thousands of paths: the first difference.
+        func firstDifference(_ got: [String], _ wanted: [String]) -> String? {
+            guard got != wanted else { return nil }
+            let at = zip(got, wanted).enumerated().first { $0.element.0 != $0.element.1 }?.offset ?? min(got.count, wanted.count)
+            return "at \(at) of \(wanted.count): \(got.dropFirst(at).prefix(3)) instead of \(wanted.dropFirst(at).prefix(3))"
+        }
+        #expect(firstDifference(paths, expected) == nil)
+        #expect(firstDifference(songs, expected) == nil)
+        #expect(firstDifference(records, entries) == nil)
+        var under: [String] = []
+        try store.visitSongs(matching: .base("Art 5")) { under.append($0.path); return true }
+        #expect(firstDifference(under, expected.filter { $0.hasPrefix("Art 5/") }) == nil)
+        var stopped = 0
+        try store.visitSongPaths(matching: .and([])) { _ in stopped += 1; return stopped < 2_100 }
+        #expect(stopped == 2_100)
+    }
+
     @Test(arguments: StoreKind.allCases)
     func recordListingsAreTheRecordsOfTheListings(kind: StoreKind) throws {
         let (store, folder) = try sampleStore(kind)

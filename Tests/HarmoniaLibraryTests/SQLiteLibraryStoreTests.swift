@@ -50,6 +50,19 @@ import Testing
             }
         }
         #expect(try raw.integer("SELECT COUNT(*) FROM sqlite_master WHERE name = 'song_directory'") == 0)
+        // A walk reads a range of folders in one statement, in order, from
+        // the same index, also with a filter's own clause.
+        for order in [LibrarySongOrder.add, .name] {
+            for (columns, condition) in [(SQLiteRows.recordColumns, ""), ("path", ""), (SQLiteRows.songColumns, " AND artist = ?")] {
+                let sql = SQLiteWalkRead<[String]>(columns: columns, order: order, condition: condition) { _, _, _ in }.sql
+                let plan = try raw.prepare("EXPLAIN QUERY PLAN " + sql)
+                var steps: [String] = []
+                while try plan.step() { steps.append(plan.text(3) ?? "") }
+                let index = order == .add ? "song_directory_add" : "song_directory_name"
+                #expect(steps.contains { $0.contains("INDEX \(index) (directory_id>? AND directory_id<?)") }, "\(steps)")
+                #expect(!steps.contains { $0.contains("TEMP B-TREE") }, "\(steps)")
+            }
+        }
     }
 
     /// `stats` is kept while nothing is committed and counted again after a
@@ -437,6 +450,59 @@ extension SQLiteLibraryStoreTests {
         let check = try SQLiteConnection(file: file, readOnly: true)
         defer { check.close() }
         #expect(try check.integer("SELECT COUNT(*) FROM song WHERE name_rank IS NULL OR add_rank IS NULL") == 0)
+    }
+}
+
+extension SQLiteLibraryStoreTests {
+    /// The top's subfolders as a listing and a walk give them, and their natural order.
+    private func expectSubfolderOrder(_ store: SQLiteLibraryStore, _ comment: Comment) throws {
+        let listed = try store.listing(of: "").directories.map(\.path)
+        #expect(listed == NaturalOrder.sorted(listed), comment)
+        var walked: [String] = []
+        try store.visitEntries(under: "", songOrder: .add) { entry in
+            if case .directory(let folder) = entry, !folder.path.contains("/") { walked.append(folder.path) }
+            return true
+        }
+        #expect(walked == listed, comment)
+        var paths: [String] = []
+        try store.visitSongPaths(matching: .and([])) { paths.append(String(decoding: $0, as: UTF8.self)); return true }
+        #expect(paths == listed.map { $0 + "/x.flac" }, comment)
+    }
+
+    /// Subfolders come in natural order from their stored places (schema
+    /// version 8): added out of order, between others, in a batch or alone;
+    /// a deleted one leaves the order; a library written before the folder
+    /// ranks is ranked when opened; a listing reads them from an index, not a sort.
+    @Test func aFoldersSubfoldersAreRankedAsTheyAreAddedAndReadInOrder() throws {
+        let folder = try TemporaryFolder("sqlite")
+        defer { folder.remove() }
+        let file = folder.path + "/library.db"
+        let store = try SQLiteLibraryStore(file: file)
+        func songs(_ names: [String]) -> [LibrarySong] { names.map { SampleLibrary.song("\($0)/x.flac", [:]) } }
+        try store.add(songs(["b", "a10", "a2", "A1", "c", "a1", "Ábc"]))
+        try expectSubfolderOrder(store, "first batch")
+        try store.add(songs(["a3", "0", "a11"]))
+        try expectSubfolderOrder(store, "added between the others")
+        try store.upsertDirectory(LibraryDirectory(path: "a15", modified: 1))
+        try store.upsertSong(SampleLibrary.song("a15/x.flac", [:]))
+        try store.deleteDirectory(at: "c")
+        try expectSubfolderOrder(store, "one added alone, one deleted")
+        store.close()
+
+        let raw = try SQLiteConnection(file: file, readOnly: false)
+        try raw.execute("UPDATE directory SET name_rank = NULL")
+        raw.close()
+        let reopened = try SQLiteLibraryStore(file: file)
+        defer { reopened.close() }
+        try expectSubfolderOrder(reopened, "ranked on opening")
+        let check = try SQLiteConnection(file: file, readOnly: true)
+        defer { check.close() }
+        #expect(try check.integer("SELECT COUNT(*) FROM directory WHERE name_rank IS NULL AND path <> ''") == 0)
+        let plan = try check.prepare("EXPLAIN QUERY PLAN SELECT path, modified FROM directory WHERE parent_id = ? AND id <> ? ORDER BY name_rank")
+        var steps: [String] = []
+        while try plan.step() { steps.append(plan.text(3) ?? "") }
+        #expect(steps.contains { $0.contains("USING INDEX directory_parent (parent_id=?)") }, "\(steps)")
+        #expect(!steps.contains { $0.contains("TEMP B-TREE") }, "\(steps)")
     }
 }
 

@@ -151,6 +151,52 @@ import Testing
             var one = MPDResponseWriter()
             one.append("Comment", value)
             #expect(one.text == "Comment: \(written)\n", "\(Array(value.utf8))")
+            // Given as bytes (a path the store read), the same line.
+            var bytes = MPDResponseWriter()
+            Array(value.utf8).withUnsafeBufferPointer { bytes.append("file", utf8: $0) }
+            #expect(bytes.text == "file: \(written)\n", "\(Array(value.utf8))")
+        }
+    }
+
+    /// The check that lets bytes be copied as they are agrees with Swift's
+    /// own UTF-8 validation and newline rule on every sequence of one and
+    /// two bytes and on the bytes at the edges of UTF-8's ranges, in
+    /// sequences of three and four.
+    @Test func plainTextIsWellFormedUTF8WithoutControlsOrNewlines() {
+        func expected(_ bytes: [UInt8]) -> Bool {
+            guard let text = String(validating: bytes, as: UTF8.self) else { return false }
+            return !text.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x85 || $0.value == 0x2028 || $0.value == 0x2029 }
+        }
+        func check(_ bytes: [UInt8]) {
+            let plain = bytes.withUnsafeBufferPointer(MPDResponseWriter.isPlainText)
+            if plain != expected(bytes) { Issue.record("\(bytes): \(plain)") }
+        }
+        for first in 0...255 {
+            check([UInt8(first)])
+            for second in 0...255 { check([UInt8(first), UInt8(second)]) }
+        }
+        let edges: [UInt8] = [0x00, 0x1F, 0x20, 0x7F, 0x80, 0x85, 0x8F, 0x90, 0x9F, 0xA0, 0xA8, 0xA9, 0xAA, 0xBF, 0xC0, 0xC1,
+                              0xC2, 0xDF, 0xE0, 0xE1, 0xE2, 0xEC, 0xED, 0xEE, 0xEF, 0xF0, 0xF3, 0xF4, 0xF5, 0xFF]
+        for a in edges {
+            for b in edges {
+                for c in edges {
+                    check([a, b, c])
+                    if a >= 0xF0 { for d in edges { check([a, b, c, d]) } }
+                }
+            }
+        }
+        check(Array("Beñu/1986 - Silver Light Glass 1577/04 Wave.flac".utf8))
+    }
+
+    /// Bytes that are not UTF-8 are written as the String of them would be
+    /// (U+FFFD for each bad sequence), never copied as they are.
+    @Test func valueBytesThatAreNotUTF8AreReplaced() {
+        for value: [UInt8] in [[0x61, 0xFF, 0x62], [0xC3], [0xC3, 0x28], [0xE2, 0x80], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80],
+                               [0xC0, 0xAF], Array("Beñu/x.flac".utf8) + [0x80]] {
+            var writer = MPDResponseWriter()
+            value.withUnsafeBufferPointer { writer.append("file", utf8: $0) }
+            #expect(writer.text == "file: \(String(decoding: value, as: UTF8.self))\n", "\(value)")
+            #expect(writer.text.contains("\u{FFFD}"), "\(value)")
         }
     }
 

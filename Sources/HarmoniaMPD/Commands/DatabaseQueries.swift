@@ -206,7 +206,7 @@ extension MPDDatabaseCommands {
             try checkBase(filter)
             try mapped { () throws(CoreError) in
                 try library.store.visitSongPaths(matching: filter) { path in
-                    writer.append("file", path)
+                    writer.append("file", utf8: path)
                     return !writer.isFull
                 }
             }
