@@ -92,10 +92,12 @@ public protocol LibraryStorePort: AnyObject, Sendable {
     /// - Throws: as `visitSongs(matching:)`.
     func visitSongPaths(matching filter: LibraryFilter, _ body: (UnsafeBufferPointer<UInt8>) -> Bool) throws(CoreError)
 
+    /// The folder itself as `.directory` (not the top, ""), then
     /// `allEntries(under:)`, each folder's songs in `songOrder`, handed to
     /// `body` one at a time as read (folder by folder); stops when `body`
-    /// returns false.
-    /// - Throws: `notFound` when the folder is not in the library.
+    /// returns false (MPD's `listall`).
+    /// - Throws: `notFound` when the folder is not in the library, before
+    ///   `body` is called.
     func visitEntries(under directory: String, songOrder: LibrarySongOrder, _ body: (LibraryEntry) -> Bool) throws(CoreError)
 
     /// `visitEntries(under:songOrder:_:)` with each song as its record
@@ -236,7 +238,9 @@ extension LibraryStorePort {
             }
             return true
         }
-        for entry in try allEntries(under: directory) {
+        let entries = try allEntries(under: directory)
+        if !directory.isEmpty, let folder = try self.directory(at: directory), !body(.directory(folder)) { return }
+        for entry in entries {
             if case .song(let song) = entry {
                 run.append(song)
                 continue

@@ -33,7 +33,7 @@ extension SQLiteLibraryStore {
             columns: SQLiteRows.songColumns, order: .add, condition: pushdown.clauses.map { " AND " + $0 }.joined(),
             values: pushdown.values) { songs, row, db in songs.append(try SQLiteRows.song(from: row, db)) }
         do throws(CoreError) {
-            try walk(from: pushdown.base ?? "", reading: folderSongs, playlists: false) { entry, folderSongs in
+            try walk(from: pushdown.base ?? "", reading: folderSongs, listing: false) { entry, folderSongs in
                 guard entry == nil else { return true }  // folders: only their songs are visited
                 for song in folderSongs where matcher.matches(song) && !body(song) { return false }
                 return true
@@ -54,7 +54,7 @@ extension SQLiteLibraryStore {
         }
         // Every song: the folders' paths alone, in their stored order, as bytes.
         let paths = SQLiteWalkRead<SQLitePathList>(columns: "path", order: .add) { paths, row, _ in paths.append(row) }
-        try walk(from: "", reading: paths, playlists: false) { entry, paths in
+        try walk(from: "", reading: paths, listing: false) { entry, paths in
             entry == nil ? paths.forEach(body) : true
         }
     }
@@ -64,7 +64,7 @@ extension SQLiteLibraryStore {
         let songs = SQLiteWalkRead<[LibrarySong]>(columns: SQLiteRows.songColumns, order: songOrder) { songs, row, db in
             songs.append(try SQLiteRows.song(from: row, db))
         }
-        try walk(from: directory, reading: songs, playlists: true) { entry, folderSongs in
+        try walk(from: directory, reading: songs, listing: true) { entry, folderSongs in
             if let entry { return body(entry) }
             for song in folderSongs where !body(.song(song)) { return false }
             return true
@@ -76,7 +76,7 @@ extension SQLiteLibraryStore {
         let records = SQLiteWalkRead<[LibrarySongRecord]>(columns: SQLiteRows.recordColumns, order: songOrder) { records, row, db in
             records.append(try SQLiteRows.record(from: row, db))
         }
-        try walk(from: directory, reading: records, playlists: true) { entry, folderRecords in
+        try walk(from: directory, reading: records, listing: true) { entry, folderRecords in
             if let entry { return body(LibraryRecordEntry(entry)) }
             for record in folderRecords where !body(.song(record)) { return false }
             return true
@@ -112,66 +112,40 @@ extension SQLiteLibraryStore {
     }
 
     /// Depth first from the folder at `top` (`notFound` when the library has
-    /// none; looked up in the read of the tree): for each folder, the
-    /// folder itself as `.directory` (not the top), its songs, its playlists
-    /// (when `playlists`), then its subfolders in natural order. `body` gets
-    /// an entry, or nil and a folder's songs (as `read` reads them: songs,
-    /// paths or records), to order and hand on; it returns false to stop.
-    /// The folder tree is read first (a row per folder); the songs are read
-    /// a run of folders at a time, each run one read transaction under the
-    /// reader's lock, so a slow client never holds it.
-    private func walk<Rows: SQLiteFolderRows>(from top: String, reading read: SQLiteWalkRead<Rows>, playlists: Bool,
+    /// none, before `body` is called): for each folder, the folder itself
+    /// as `.directory` (the top only when `listing` and not ""), its songs,
+    /// its playlists (when `listing`), then its subfolders in natural order.
+    /// `body` gets an entry, or nil and a folder's songs (as `read` reads
+    /// them: songs, paths or records), to order and hand on; it returns
+    /// false to stop. The folder tree is read with the first run of
+    /// folders' songs; the others a run at a time, each run about `runSongs`
+    /// songs in one read transaction under the reader's lock, so a slow
+    /// client never holds it.
+    private func walk<Rows: SQLiteFolderRows>(from top: String, reading read: SQLiteWalkRead<Rows>, listing: Bool,
                                               _ body: (LibraryEntry?, Rows) -> Bool) throws(CoreError) {
-        let range = SQLiteFilterPushdown.pathRange(under: top)
-        let inside = top.isEmpty ? "WHERE path <> ''" : "WHERE path >= ? AND path < ?"
-        let bounds: [SQLiteValue] = top.isEmpty ? [] : [.text(range.from), .text(range.to)]
-        let (topID, folders, lists) = try self.read { db in
-            let topID = try Self.directoryID(top, db)
-            var children: [Int64: [(rank: Int64, id: Int64, directory: LibraryDirectory)]] = [:]
-            try db.withCached("SELECT id, parent_id, path, modified, name_rank FROM directory \(inside)") { statement in
-                try statement.bind(bounds)
-                while try statement.step() {
-                    children[statement.int64(1) ?? 0, default: []].append(
-                        (statement.int64(4) ?? .max, statement.int64(0) ?? 0,
-                         LibraryDirectory(path: statement.text(2) ?? "", modified: statement.int64(3) ?? 0)))
-                }
-            }
-            var lists: [Int64: [LibraryPlaylist]] = [:]
-            if playlists {
-                try db.withCached("SELECT directory_id, path, modified FROM playlist \(top.isEmpty ? "" : inside)") { statement in
-                    try statement.bind(bounds)
-                    while try statement.step() {
-                        lists[statement.int64(0) ?? 0, default: []].append(
-                            LibraryPlaylist(path: statement.text(1) ?? "", modified: statement.int64(2) ?? 0))
-                    }
-                }
-            }
-            return (topID, children, lists)
-        }
-        // Tree order: each folder before its contents, siblings in natural
-        // order (their stored ranks: SQLiteFolderRanks).
         var order: [(id: Int64, directory: LibraryDirectory?)] = []
-        var stack: [(id: Int64, directory: LibraryDirectory?)] = [(topID, nil)]
-        while let (id, directory) = stack.popLast() {
-            order.append((id, directory))
-            guard var subfolders = folders[id] else { continue }
-            if subfolders.count > 1 { subfolders.sort { $0.rank > $1.rank } }
-            for subfolder in subfolders where subfolder.id != id { stack.append((subfolder.id, subfolder.directory)) }
-        }
+        var lists: [Int64: [LibraryPlaylist]] = [:]
         var next = 0
-        while next < order.count {
-            // A run of folders, up to about `runSongs` songs, read together.
-            let run = try self.read { db in
-                var run: [Rows] = []
-                var count = 0
-                while next + run.count < order.count, count < Self.runSongs {
-                    let stretch = try Self.readStretch(of: order[(next + run.count)...].lazy.map(\.id), read, db,
-                                                       songs: Self.runSongs - count)
-                    count += stretch.count + stretch.folders.count
-                    run += stretch.folders
-                }
-                return run
+        /// The songs of the folders from `next` on, up to about `runSongs`.
+        func readRun(_ db: SQLiteConnection) throws -> [Rows] {
+            var run: [Rows] = []
+            var count = 0
+            while next + run.count < order.count, count < Self.runSongs {
+                let stretch = try Self.readStretch(of: order[(next + run.count)...].lazy.map(\.id), read, db,
+                                                   songs: Self.runSongs - count)
+                count += stretch.count + stretch.folders.count
+                run += stretch.folders
             }
+            return run
+        }
+        var run = try self.read { db in
+            let tree = try Self.folderTree(under: top, playlists: listing, db)
+            order = tree.order
+            lists = tree.playlists
+            if !listing { order[0].directory = nil }
+            return try readRun(db)
+        }
+        while true {
             for found in run {
                 let (id, directory) = order[next]
                 next += 1
@@ -180,7 +154,55 @@ extension SQLiteLibraryStore {
                 for list in NaturalOrder.sorted(lists[id] ?? [], byName: { LibraryPathName.of($0.path) })
                 where !body(.playlist(list), Rows()) { return }
             }
+            guard next < order.count else { return }
+            run = try self.read { db in try readRun(db) }
         }
+    }
+
+    /// The folders under `top` in walk order, `top` first (its record nil
+    /// for the top, ""): each folder before its contents, siblings in
+    /// natural order (their stored ranks: SQLiteFolderRanks); and, when
+    /// `playlists`, each folder's playlists by its id.
+    /// - Throws: `notFound` when the library has no folder at `top`.
+    private static func folderTree(under top: String, playlists: Bool, _ db: SQLiteConnection) throws
+        -> (order: [(id: Int64, directory: LibraryDirectory?)], playlists: [Int64: [LibraryPlaylist]]) {
+        let topFolder = try db.withCached("SELECT id, modified FROM directory WHERE path = ?") { statement in
+            try statement.bind([.text(top)])
+            return try statement.step() ? (statement.int64(0) ?? 0, statement.int64(1) ?? 0) : nil
+        }
+        guard let topFolder else { throw CoreError.notFound("no folder '\(top)' in the library") }
+        let range = SQLiteFilterPushdown.pathRange(under: top)
+        let inside = top.isEmpty ? "WHERE path <> ''" : "WHERE path >= ? AND path < ?"
+        let bounds: [SQLiteValue] = top.isEmpty ? [] : [.text(range.from), .text(range.to)]
+        var children: [Int64: [(rank: Int64, id: Int64, directory: LibraryDirectory)]] = [:]
+        try db.withCached("SELECT id, parent_id, path, modified, name_rank FROM directory \(inside)") { statement in
+            try statement.bind(bounds)
+            while try statement.step() {
+                children[statement.int64(1) ?? 0, default: []].append(
+                    (statement.int64(4) ?? .max, statement.int64(0) ?? 0,
+                     LibraryDirectory(path: statement.text(2) ?? "", modified: statement.int64(3) ?? 0)))
+            }
+        }
+        var lists: [Int64: [LibraryPlaylist]] = [:]
+        if playlists {
+            try db.withCached("SELECT directory_id, path, modified FROM playlist \(top.isEmpty ? "" : inside)") { statement in
+                try statement.bind(bounds)
+                while try statement.step() {
+                    lists[statement.int64(0) ?? 0, default: []].append(
+                        LibraryPlaylist(path: statement.text(1) ?? "", modified: statement.int64(2) ?? 0))
+                }
+            }
+        }
+        var order: [(id: Int64, directory: LibraryDirectory?)] = []
+        var stack: [(id: Int64, directory: LibraryDirectory?)] = [
+            (topFolder.0, top.isEmpty ? nil : LibraryDirectory(path: top, modified: topFolder.1))]
+        while let (id, directory) = stack.popLast() {
+            order.append((id, directory))
+            guard var subfolders = children[id] else { continue }
+            if subfolders.count > 1 { subfolders.sort { $0.rank > $1.rank } }
+            for subfolder in subfolders where subfolder.id != id { stack.append((subfolder.id, subfolder.directory)) }
+        }
+        return (order, lists)
     }
 
     /// The songs of the first folders of `ids` (walk order) whose ids follow
@@ -424,7 +446,7 @@ struct SQLiteWalkRead<Rows: SQLiteFolderRows> {
         let index = order == .add ? "song_directory_add" : "song_directory_name"
         sql = "SELECT \(columns), directory_id FROM song INDEXED BY \(index) WHERE directory_id BETWEEN ? AND ?\(condition)"
             + " ORDER BY directory_id, " + SQLiteLibraryStore.rankColumn(order)
-        idColumn = Int32(columns.split(separator: ",").count)
+        idColumn = Int32(columns.utf8.reduce(1) { $1 == UInt8(ascii: ",") ? $0 + 1 : $0 })
         self.values = values
         self.add = add
     }

@@ -232,14 +232,15 @@ import Testing
         var paths: [String] = [], songs: [String] = [], records: [String] = []
         try store.visitSongPaths(matching: .and([])) { paths.append(String(decoding: $0, as: UTF8.self)); return true }
         try store.visitSongs(matching: .and([])) { songs.append($0.path); return true }
-        try store.visitRecordEntries(under: "", songOrder: .add) { entry in
+        /// A song's path, or a folder's marked "/".
+        func name(_ entry: LibraryRecordEntry) -> [String] {
             switch entry {
-            case .song(let record): records.append(record.path)
-            case .directory(let directory): records.append("/" + directory.path)
-            case .playlist: break
+            case .song(let record): [record.path]
+            case .directory(let directory): ["/" + directory.path]
+            case .playlist: []
             }
-            return true
         }
+        try store.visitRecordEntries(under: "", songOrder: .add) { records += name($0); return true }
         // Compared without printing thousands of paths: the first difference.
         func firstDifference(_ got: [String], _ wanted: [String]) -> String? {
             guard got != wanted else { return nil }
@@ -252,6 +253,17 @@ import Testing
         var under: [String] = []
         try store.visitSongs(matching: .base("Art 5")) { under.append($0.path); return true }
         #expect(firstDifference(under, expected.filter { $0.hasPrefix("Art 5/") }) == nil)
+        // Under a folder: the folder itself first (MPD's listall), then its contents.
+        var artist: [String] = []
+        try store.visitRecordEntries(under: "Art 5", songOrder: .add) { artist += name($0); return true }
+        #expect(firstDifference(artist, ["/Art 5"] + (try walkOrder(store, "Art 5"))) == nil)
+        var called = false
+        do {
+            try store.visitRecordEntries(under: "Art 9", songOrder: .add) { _ in called = true; return true }
+            Issue.record("no error")
+        } catch {
+            #expect(error.category == .notFound && !called)
+        }
         var stopped = 0
         try store.visitSongPaths(matching: .and([])) { _ in stopped += 1; return stopped < 2_100 }
         #expect(stopped == 2_100)

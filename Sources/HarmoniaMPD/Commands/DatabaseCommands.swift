@@ -118,18 +118,8 @@ public struct MPDDatabaseCommands: MPDCommandGroup {
     /// top), then everything inside it, recursively; a song's path gives that song.
     func listAll(_ uri: String, full: Bool, into writer: inout MPDResponseWriter) throws(MPDError) {
         guard uri.isEmpty || MPDFilterParser.isSafeLocalURI(uri) else { throw .noSuchDirectory }
-        if !uri.isEmpty {
-            guard let folder = try existingDirectory(at: uri) else {
-                if let song = try songIfSafe(uri) {
-                    if full { writer.appendSong(song) } else { writer.append("file", song.path) }
-                    return
-                }
-                throw .noSuchDirectory
-            }
-            appendDirectory(folder, full: full, into: &writer)
-        }
-        // Streamed folder by folder as read, each folder's songs in MPD's order.
-        try mapped { () throws(CoreError) in
+        do {
+            // Streamed folder by folder as read, each folder's songs in MPD's order.
             try library.store.visitRecordEntries(under: uri, songOrder: .add) { entry in
                 switch entry {
                 case .song(let record):
@@ -141,12 +131,13 @@ public struct MPDDatabaseCommands: MPDCommandGroup {
                 }
                 return !writer.isFull
             }
+        } catch where error.category == .notFound {
+            // No such folder (nothing was written): a song's path, or nothing.
+            guard let song = try songIfSafe(uri) else { throw .noSuchDirectory }
+            if full { writer.appendSong(song) } else { writer.append("file", song.path) }
+        } catch {
+            throw MPDError(error)
         }
-    }
-
-    /// The folder record at `path`; nil when the library has no such folder.
-    private func existingDirectory(at path: String) throws(MPDError) -> LibraryDirectory? {
-        try mapped { () throws(CoreError) in try library.store.directory(at: path) }
     }
 
     /// The song at `uri`, or nil; nil without asking the store for a path no
