@@ -246,6 +246,11 @@ package final class SQLiteStatement {
         sqlite3_column_type(statement, index) == SQLITE_NULL ? nil : sqlite3_column_int64(statement, index)
     }
 
+    /// Column `index` as an integer, 0 for NULL (a column that is never NULL).
+    package func integer(_ index: Int32) -> Int64 {
+        sqlite3_column_int64(statement, index)
+    }
+
     /// Column `index` as a Double; nil for NULL.
     package func double(_ index: Int32) -> Double? {
         sqlite3_column_type(statement, index) == SQLITE_NULL ? nil : sqlite3_column_double(statement, index)

@@ -1,8 +1,8 @@
 // The library's queries that stay fast and lean at 100,000 songs — specs/library.md §Store (Large libraries)
 //
-// Whole-library answers are walked folder by folder (each folder one short
-// read under the reader's lock, so a slow client never holds it and memory is
-// bounded by the largest folder); aggregates without a filter are grouped by
+// Whole-library answers are walked folder by folder (SQLiteLibraryWalk.swift:
+// a run of folders at a time under the reader's lock, so a slow client never
+// holds it and memory is bounded by the run); aggregates without a filter are grouped by
 // SQLite on its indexes; `stats` is kept until the database changes.
 import HarmoniaCore
 import HarmoniaLibrary
@@ -29,9 +29,8 @@ extension SQLiteLibraryStore {
                 return
             }
         }
-        let folderSongs = SQLiteWalkRead<[LibrarySong]>(
-            columns: SQLiteRows.songColumns, order: .add, condition: pushdown.clauses.map { " AND " + $0 }.joined(),
-            values: pushdown.values) { songs, row, db in songs.append(try SQLiteRows.song(from: row, db)) }
+        let folderSongs = SQLiteWalkRead<[LibrarySong]>(order: .add, condition: pushdown.clauses.map { " AND " + $0 }.joined(),
+                                                        values: pushdown.values)
         do throws(CoreError) {
             try walk(from: pushdown.base ?? "", reading: folderSongs, listing: false) { entry, folderSongs in
                 guard entry == nil else { return true }  // folders: only their songs are visited
@@ -53,7 +52,7 @@ extension SQLiteLibraryStore {
             return
         }
         // Every song: the folders' paths alone, in their stored order, as bytes.
-        let paths = SQLiteWalkRead<SQLitePathList>(columns: "path", order: .add) { paths, row, _ in paths.append(row) }
+        let paths = SQLiteWalkRead<SQLitePathList>(order: .add)
         try walk(from: "", reading: paths, listing: false) { entry, paths in
             entry == nil ? paths.forEach(body) : true
         }
@@ -61,9 +60,7 @@ extension SQLiteLibraryStore {
 
     public func visitEntries(under directory: String, songOrder: LibrarySongOrder,
                              _ body: (LibraryEntry) -> Bool) throws(CoreError) {
-        let songs = SQLiteWalkRead<[LibrarySong]>(columns: SQLiteRows.songColumns, order: songOrder) { songs, row, db in
-            songs.append(try SQLiteRows.song(from: row, db))
-        }
+        let songs = SQLiteWalkRead<[LibrarySong]>(order: songOrder)
         try walk(from: directory, reading: songs, listing: true) { entry, folderSongs in
             if let entry { return body(entry) }
             for song in folderSongs where !body(.song(song)) { return false }
@@ -73,9 +70,7 @@ extension SQLiteLibraryStore {
 
     public func visitRecordEntries(under directory: String, songOrder: LibrarySongOrder,
                                    _ body: (LibraryRecordEntry) -> Bool) throws(CoreError) {
-        let records = SQLiteWalkRead<[LibrarySongRecord]>(columns: SQLiteRows.recordColumns, order: songOrder) { records, row, db in
-            records.append(try SQLiteRows.record(from: row, db))
-        }
+        let records = SQLiteWalkRead<[LibrarySongRecord]>(order: songOrder)
         try walk(from: directory, reading: records, listing: true) { entry, folderRecords in
             if let entry { return body(LibraryRecordEntry(entry)) }
             for record in folderRecords where !body(.song(record)) { return false }
@@ -110,143 +105,6 @@ extension SQLiteLibraryStore {
             }
         }
     }
-
-    /// Depth first from the folder at `top` (`notFound` when the library has
-    /// none, before `body` is called): for each folder, the folder itself
-    /// as `.directory` (the top only when `listing` and not ""), its songs,
-    /// its playlists (when `listing`), then its subfolders in natural order.
-    /// `body` gets an entry, or nil and a folder's songs (as `read` reads
-    /// them: songs, paths or records), to order and hand on; it returns
-    /// false to stop. The folder tree is read with the first run of
-    /// folders' songs; the others a run at a time, each run about `runSongs`
-    /// songs in one read transaction under the reader's lock, so a slow
-    /// client never holds it.
-    private func walk<Rows: SQLiteFolderRows>(from top: String, reading read: SQLiteWalkRead<Rows>, listing: Bool,
-                                              _ body: (LibraryEntry?, Rows) -> Bool) throws(CoreError) {
-        var order: [(id: Int64, directory: LibraryDirectory?)] = []
-        var lists: [Int64: [LibraryPlaylist]] = [:]
-        var next = 0
-        /// The songs of the folders from `next` on, up to about `runSongs`.
-        func readRun(_ db: SQLiteConnection) throws -> [Rows] {
-            var run: [Rows] = []
-            var count = 0
-            while next + run.count < order.count, count < Self.runSongs {
-                let stretch = try Self.readStretch(of: order[(next + run.count)...].lazy.map(\.id), read, db,
-                                                   songs: Self.runSongs - count)
-                count += stretch.count + stretch.folders.count
-                run += stretch.folders
-            }
-            return run
-        }
-        var run = try self.read { db in
-            let tree = try Self.folderTree(under: top, playlists: listing, db)
-            order = tree.order
-            lists = tree.playlists
-            if !listing { order[0].directory = nil }
-            return try readRun(db)
-        }
-        while true {
-            for found in run {
-                let (id, directory) = order[next]
-                next += 1
-                if let directory, !body(.directory(directory), Rows()) { return }
-                guard body(nil, found) else { return }
-                for list in NaturalOrder.sorted(lists[id] ?? [], byName: { LibraryPathName.of($0.path) })
-                where !body(.playlist(list), Rows()) { return }
-            }
-            guard next < order.count else { return }
-            run = try self.read { db in try readRun(db) }
-        }
-    }
-
-    /// The folders under `top` in walk order, `top` first (its record nil
-    /// for the top, ""): each folder before its contents, siblings in
-    /// natural order (their stored ranks: SQLiteFolderRanks); and, when
-    /// `playlists`, each folder's playlists by its id.
-    /// - Throws: `notFound` when the library has no folder at `top`.
-    private static func folderTree(under top: String, playlists: Bool, _ db: SQLiteConnection) throws
-        -> (order: [(id: Int64, directory: LibraryDirectory?)], playlists: [Int64: [LibraryPlaylist]]) {
-        let topFolder = try db.withCached("SELECT id, modified FROM directory WHERE path = ?") { statement in
-            try statement.bind([.text(top)])
-            return try statement.step() ? (statement.int64(0) ?? 0, statement.int64(1) ?? 0) : nil
-        }
-        guard let topFolder else { throw CoreError.notFound("no folder '\(top)' in the library") }
-        let range = SQLiteFilterPushdown.pathRange(under: top)
-        let inside = top.isEmpty ? "WHERE path <> ''" : "WHERE path >= ? AND path < ?"
-        let bounds: [SQLiteValue] = top.isEmpty ? [] : [.text(range.from), .text(range.to)]
-        var children: [Int64: [(rank: Int64, id: Int64, directory: LibraryDirectory)]] = [:]
-        try db.withCached("SELECT id, parent_id, path, modified, name_rank FROM directory \(inside)") { statement in
-            try statement.bind(bounds)
-            while try statement.step() {
-                children[statement.int64(1) ?? 0, default: []].append(
-                    (statement.int64(4) ?? .max, statement.int64(0) ?? 0,
-                     LibraryDirectory(path: statement.text(2) ?? "", modified: statement.int64(3) ?? 0)))
-            }
-        }
-        var lists: [Int64: [LibraryPlaylist]] = [:]
-        if playlists {
-            try db.withCached("SELECT directory_id, path, modified FROM playlist \(top.isEmpty ? "" : inside)") { statement in
-                try statement.bind(bounds)
-                while try statement.step() {
-                    lists[statement.int64(0) ?? 0, default: []].append(
-                        LibraryPlaylist(path: statement.text(1) ?? "", modified: statement.int64(2) ?? 0))
-                }
-            }
-        }
-        var order: [(id: Int64, directory: LibraryDirectory?)] = []
-        var stack: [(id: Int64, directory: LibraryDirectory?)] = [
-            (topFolder.0, top.isEmpty ? nil : LibraryDirectory(path: top, modified: topFolder.1))]
-        while let (id, directory) = stack.popLast() {
-            order.append((id, directory))
-            guard var subfolders = children[id] else { continue }
-            if subfolders.count > 1 { subfolders.sort { $0.rank > $1.rank } }
-            for subfolder in subfolders where subfolder.id != id { stack.append((subfolder.id, subfolder.directory)) }
-        }
-        return (order, lists)
-    }
-
-    /// The songs of the first folders of `ids` (walk order) whose ids follow
-    /// one another (a scan adds folders in walk order), read with one
-    /// statement over their range of ids: each folder whole, the first
-    /// always, the others until about `limit` songs are read. Returns each
-    /// folder's rows, in order, and the songs read.
-    private static func readStretch<Rows: SQLiteFolderRows>(of ids: some Collection<Int64>, _ read: SQLiteWalkRead<Rows>,
-                                                            _ db: SQLiteConnection, songs limit: Int) throws -> (folders: [Rows], count: Int) {
-        var last = ids.startIndex, length = 1
-        while case let following = ids.index(after: last), following != ids.endIndex, ids[following] == ids[last] &+ 1 {
-            last = following
-            length += 1
-        }
-        let first = ids[ids.startIndex]
-        var folders: [Rows] = []
-        var rows = Rows()  // of the folder `first + folders.count`
-        var count = 0
-        let whole = try db.withCached(read.sql) { statement in
-            try statement.bind([.integer(first), .integer(ids[last])] + read.values)
-            while try statement.step() {
-                // The rows come folder by folder in id order: a row of a later
-                // folder ends the one before, and may end the stretch.
-                let id = statement.int64(read.idColumn) ?? first
-                if id > first &+ Int64(folders.count) {
-                    folders.append(rows)
-                    rows = Rows()
-                    if count >= limit { return false }
-                    while first &+ Int64(folders.count) < id, folders.count < length { folders.append(Rows()) }
-                }
-                try read.add(&rows, statement, db)
-                count += 1
-            }
-            return true
-        }
-        if whole {
-            folders.append(rows)
-            while folders.count < length { folders.append(Rows()) }
-        }
-        return (folders, count)
-    }
-
-    /// The songs of a run of folders read in one transaction (`walk`).
-    private static let runSongs = 2_000
 
     // MARK: Aggregates
 
@@ -389,65 +247,5 @@ extension LibraryFilter {
         case .base(let directory): directory.isEmpty
         default: false
         }
-    }
-}
-
-/// What a walk reads of each folder's songs: songs, records or paths.
-protocol SQLiteFolderRows {
-    /// None (what the walk hands with a folder or a playlist).
-    init()
-    /// The songs read.
-    var count: Int { get }
-}
-
-extension Array: SQLiteFolderRows {}
-
-/// A folder's song paths as their UTF-8 bytes one after another (`list
-/// file`): two buffers a folder instead of a String a song.
-struct SQLitePathList: SQLiteFolderRows {
-    private var bytes: [UInt8] = []
-    /// Where each path ends in `bytes`.
-    private var ends: [Int] = []
-
-    var count: Int { ends.count }
-
-    /// Appends column 0 of `row` (NULL as an empty path).
-    mutating func append(_ row: SQLiteStatement) {
-        _ = row.appendText(0, to: &bytes)
-        ends.append(bytes.count)
-    }
-
-    /// `body` on each path in order, until it returns false; false when it did.
-    func forEach(_ body: (UnsafeBufferPointer<UInt8>) -> Bool) -> Bool {
-        bytes.withUnsafeBufferPointer { all in
-            var start = 0
-            for end in ends {
-                guard body(UnsafeBufferPointer(rebasing: all[start..<end])) else { return false }
-                start = end
-            }
-            return true
-        }
-    }
-}
-
-/// What a walk reads of each folder's songs: `columns`, in `order`, of the
-/// songs that `condition` (an ` AND …` clause, with `values`) keeps, from
-/// the index of that order; `add` puts a row in its folder's rows.
-struct SQLiteWalkRead<Rows: SQLiteFolderRows> {
-    /// The statement: a range of folder ids bound first, then `values`.
-    let sql: String
-    /// The folder id's column, after `columns`.
-    let idColumn: Int32
-    let values: [SQLiteValue]
-    let add: (inout Rows, SQLiteStatement, SQLiteConnection) throws -> Void
-
-    init(columns: String, order: LibrarySongOrder, condition: String = "", values: [SQLiteValue] = [],
-         add: @escaping (inout Rows, SQLiteStatement, SQLiteConnection) throws -> Void) {
-        let index = order == .add ? "song_directory_add" : "song_directory_name"
-        sql = "SELECT \(columns), directory_id FROM song INDEXED BY \(index) WHERE directory_id BETWEEN ? AND ?\(condition)"
-            + " ORDER BY directory_id, " + SQLiteLibraryStore.rankColumn(order)
-        idColumn = Int32(columns.utf8.reduce(1) { $1 == UInt8(ascii: ",") ? $0 + 1 : $0 })
-        self.values = values
-        self.add = add
     }
 }

@@ -53,8 +53,8 @@ import Testing
         // A walk reads a range of folders in one statement, in order, from
         // the same index, also with a filter's own clause.
         for order in [LibrarySongOrder.add, .name] {
-            for (columns, condition) in [(SQLiteRows.recordColumns, ""), ("path", ""), (SQLiteRows.songColumns, " AND artist = ?")] {
-                let sql = SQLiteWalkRead<[String]>(columns: columns, order: order, condition: condition) { _, _, _ in }.sql
+            for sql in [SQLiteWalkRead<[LibrarySongRecord]>(order: order).sql, SQLiteWalkRead<SQLitePathList>(order: order).sql,
+                        SQLiteWalkRead<[LibrarySong]>(order: order, condition: " AND artist = ?").sql] {
                 let plan = try raw.prepare("EXPLAIN QUERY PLAN " + sql)
                 var steps: [String] = []
                 while try plan.step() { steps.append(plan.text(3) ?? "") }

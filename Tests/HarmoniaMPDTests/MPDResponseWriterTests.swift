@@ -185,7 +185,18 @@ import Testing
                 }
             }
         }
-        check(Array("Beñu/1986 - Silver Light Glass 1577/04 Wave.flac".utf8))
+        // Inside longer text, checked eight bytes at a time: every byte at
+        // every place of a word, and the edges across a word's end.
+        let text = Array("Beñu/1986 - Silver Light Glass 1577/04 Wave.flac".utf8)
+        check(text)
+        for byte in 0...255 {
+            for place in 0...17 { check(Array(text.prefix(place)) + [UInt8(byte)] + text.suffix(17)) }
+        }
+        for a in edges {
+            for b in edges {
+                for c in edges { check(Array(text.prefix(6)) + [a, b, c] + text.prefix(9)) }
+            }
+        }
     }
 
     /// Bytes that are not UTF-8 are written as the String of them would be
