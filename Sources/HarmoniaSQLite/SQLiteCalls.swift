@@ -213,6 +213,12 @@ package final class SQLiteStatement {
             case .real(let number): status = sqlite3_bind_double(statement, index, number)
             case .text(let text):
                 status = sqlite3_bind_text(statement, index, text, Int32(clamping: text.utf8.count), harmonia_sqlite_transient())
+            case .blob(let bytes):
+                status = bytes.withUnsafeBytes { raw in
+                    // A zero-length blob, not NULL, for no bytes.
+                    sqlite3_bind_blob(statement, index, raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(clamping: raw.count),
+                                      harmonia_sqlite_transient())
+                }
             }
             guard status == SQLITE_OK else { throw failure("sqlite3_bind", status) }
         }
@@ -267,6 +273,13 @@ package final class SQLiteStatement {
         withText(index) { bytes.append(contentsOf: $0) } != nil
     }
 
+    /// `body` on column `index`'s bytes as a blob (valid only during the call; empty for NULL).
+    package func withBlob<T>(_ index: Int32, _ body: (UnsafeBufferPointer<UInt8>) -> T) -> T {
+        let start = sqlite3_column_blob(statement, index)?.assumingMemoryBound(to: UInt8.self)
+        let count = start == nil ? 0 : Int(max(0, sqlite3_column_bytes(statement, index)))
+        return body(UnsafeBufferPointer(start: start, count: count))
+    }
+
     /// `body` on column `index`'s text bytes (valid only during the call); nil for NULL.
     private func withText<T>(_ index: Int32, _ body: (UnsafeBufferPointer<UInt8>) -> T) -> T? {
         // NULL (or SQLite out of memory) has no text; "" has an empty one.
@@ -285,6 +298,7 @@ package enum SQLiteValue {
     case integer(Int64)
     case real(Double)
     case text(String)
+    case blob([UInt8])
 
     package init(_ text: String?) { self = text.map(SQLiteValue.text) ?? .null }
     package init(_ number: Double?) { self = number.map(SQLiteValue.real) ?? .null }

@@ -6,7 +6,9 @@ import HarmoniaLibrary
 /// folder's songs in natural order of file name and in add order
 /// (`LibraryAggregation.folderOrder`: album, disc, track, name); and
 /// `directory.name_rank`: each folder's place among its siblings in natural
-/// order of name. A folder whose songs were written, or that gained a
+/// order of name; and `directory.song_paths`: a folder's song paths in add
+/// order, each followed by a NUL byte (no path holds one). A folder whose
+/// songs were written or deleted, or that gained a
 /// subfolder, is ranked again in the same transaction, before it commits,
 /// so a committed folder is always in order, and a query reads a folder's
 /// songs and subfolders with `ORDER BY` instead of sorting them. A deleted
@@ -70,7 +72,7 @@ struct SQLiteFolderRanks {
         }
     }
 
-    /// Writes the ranks of folder `id`'s songs where they changed.
+    /// Writes the ranks of folder `id`'s songs, and its `song_paths`, where they changed.
     static func rank(folder id: Int64, _ db: SQLiteConnection) throws {
         // The folder's rows, by their place in the SELECT: id, stored ranks,
         // and a song with what the two orders compare (path, album, disc, track).
@@ -94,12 +96,35 @@ struct SQLiteFolderRanks {
         let byName = NaturalOrder.sorted(Array(songs.indices), byName: { LibraryPathName.of(songs[$0].path) })
         var ranks = [(name: Int64, add: Int64)](repeating: (0, 0), count: songs.count)
         for (place, row) in byName.enumerated() { ranks[row].name = Int64(place) }
+        var paths: [UInt8] = []
         for (place, row) in LibraryAggregation.folderOrder(byName, song: { songs[$0] }, namesInOrder: true).enumerated() {
             ranks[row].add = Int64(place)
+            paths += songs[row].path.utf8
+            paths.append(0)
         }
         for (row, rank) in ranks.enumerated() where stored[row].name != rank.name || stored[row].add != rank.add {
             try db.run(cached: "UPDATE song SET name_rank = ?, add_rank = ? WHERE id = ?",
                        [.integer(rank.name), .integer(rank.add), .integer(rowIDs[row])])
         }
+        let storedPaths = try db.withCached("SELECT song_paths FROM directory WHERE id = ?") { statement in
+            try statement.bind([.integer(id)])
+            return try statement.step() ? statement.withBlob(0) { Array($0) } : nil
+        }
+        if let storedPaths, storedPaths != paths {
+            try db.run(cached: "UPDATE directory SET song_paths = ? WHERE id = ?", [.blob(paths), .integer(id)])
+        }
+    }
+
+    /// Writes every folder's `song_paths` when the database is marked
+    /// (`song_paths_missing`: upgraded to schema version 8), then removes
+    /// the mark; in the caller's transaction.
+    static func writeMissingSongPaths(_ db: SQLiteConnection) throws {
+        guard try db.integer("SELECT EXISTS (SELECT 1 FROM library_state WHERE key = 'song_paths_missing')") != 0 else { return }
+        var folders: [Int64] = []
+        try db.withCached("SELECT DISTINCT directory_id FROM song") { statement in
+            while try statement.step() { folders.append(statement.int64(0) ?? 0) }
+        }
+        for id in folders { try rank(folder: id, db) }
+        try db.run(cached: "DELETE FROM library_state WHERE key = 'song_paths_missing'", [])
     }
 }

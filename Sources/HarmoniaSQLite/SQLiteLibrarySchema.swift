@@ -133,11 +133,20 @@ enum SQLiteLibrarySchema {
         // their names (the natural sort of the top's 4,322 folders was a
         // tenth of a whole-library `list file`); NULL until ranked, on
         // opening. The index of the parent gains the rank: a folder's
-        // subfolders are read in order from it.
+        // subfolders are read in order from it. And each folder's song
+        // paths in add order, each followed by a NUL byte (`song_paths`,
+        // kept with the ranks): `list file` reads a row per folder instead
+        // of one per song, so the add order's index no longer holds the
+        // paths. Written for every folder when the store opens a database
+        // with the mark set here.
         """
         ALTER TABLE directory ADD COLUMN name_rank INTEGER;
         DROP INDEX IF EXISTS directory_parent;
         CREATE INDEX directory_parent ON directory(parent_id, name_rank);
+        ALTER TABLE directory ADD COLUMN song_paths BLOB NOT NULL DEFAULT x'';
+        INSERT OR REPLACE INTO library_state(key, value) VALUES ('song_paths_missing', 1);
+        DROP INDEX IF EXISTS song_directory_add;
+        CREATE INDEX song_directory_add ON song(directory_id, add_rank);
         """,
     ]
 

@@ -49,6 +49,7 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
             try writer.transaction { db in
                 try SQLiteFolderRanks.rankUnranked(db)
                 try SQLiteRows.writeMissingTagLines(db)  // after the upgrade to schema version 6
+                try SQLiteFolderRanks.writeMissingSongPaths(db)  // after the upgrade to schema version 8
                 try SQLiteLibrarySchema.buildDeferredIndexes(db)  // a first scan stopped before its end
             }
             let reader = try SQLiteConnection(file: file, readOnly: false)
@@ -258,7 +259,16 @@ public final class SQLiteLibraryStore: LibraryStorePort, @unchecked Sendable {
     }
 
     public func deleteSong(at path: String) throws(CoreError) {
-        try write { db in try db.run(cached: "DELETE FROM song WHERE path = ?", [.text(path)]) }
+        try write { db in
+            // Its folder's song paths are written again before the commit.
+            let folder = try db.withCached("DELETE FROM song WHERE path = ? RETURNING directory_id") { statement in
+                try statement.bind([.text(path)])
+                let folder = try statement.step() ? statement.int64(0) : nil
+                while try statement.step() {}
+                return folder
+            }
+            if let folder { self.ranks.touched(folder) }
+        }
     }
 
     /// Inserts a song, or replaces the one at its path.

@@ -1,4 +1,7 @@
 // A walk of the library's folder tree, their songs read a run at a time — specs/library.md §Store (Large libraries)
+#if canImport(Glibc)
+import Glibc
+#endif
 import HarmoniaCore
 import HarmoniaLibrary
 
@@ -16,6 +19,7 @@ extension SQLiteLibraryStore {
     func walk<Rows: SQLiteFolderRows>(from top: String, reading read: SQLiteWalkRead<Rows>, listing: Bool,
                                               _ body: (LibraryEntry?, Rows) -> Bool) throws(CoreError) {
         var order: [(id: Int64, directory: LibraryDirectory?)] = []
+        var ids: [Int64] = []  // order's ids, for the runs' ranges
         var lists: [Int64: [LibraryPlaylist]] = [:]
         var next = 0
         /// The songs of the folders from `next` on, up to about `runSongs`.
@@ -23,8 +27,7 @@ extension SQLiteLibraryStore {
             var run: [Rows] = []
             var count = 0
             while next + run.count < order.count, count < Self.runSongs {
-                let stretch = try Self.readStretch(of: order[(next + run.count)...].lazy.map(\.id), read, db,
-                                                   songs: Self.runSongs - count)
+                let stretch = try Self.readStretch(of: ids[(next + run.count)...], read, db, songs: Self.runSongs - count)
                 count += stretch.count + stretch.folders.count
                 run += stretch.folders
             }
@@ -33,6 +36,7 @@ extension SQLiteLibraryStore {
         var run = try self.read { db in
             let tree = try Self.folderTree(under: top, playlists: listing, db)
             order = tree.order
+            ids = order.map(\.id)
             lists = tree.playlists
             if !listing { order[0].directory = nil }
             return try readRun(db)
@@ -102,11 +106,13 @@ extension SQLiteLibraryStore {
     /// statement over their range of ids: each folder whole, the first
     /// always, the others until about `limit` songs are read. Returns each
     /// folder's rows, in order, and the songs read.
-    private static func readStretch<Rows: SQLiteFolderRows>(of ids: some Collection<Int64>, _ read: SQLiteWalkRead<Rows>,
+    private static func readStretch<Rows: SQLiteFolderRows>(of ids: ArraySlice<Int64>, _ read: SQLiteWalkRead<Rows>,
                                                             _ db: SQLiteConnection, songs limit: Int) throws -> (folders: [Rows], count: Int) {
+        // At most `limit` folders: a run counts each folder as a song, so
+        // the stretch is looked for no further than the run can reach.
         var last = ids.startIndex, length = 1
-        while case let following = ids.index(after: last), following != ids.endIndex, ids[following] == ids[last] &+ 1 {
-            last = following
+        while length < limit, last + 1 < ids.endIndex, ids[last + 1] == ids[last] &+ 1 {
+            last += 1
             length += 1
         }
         let first = ids[ids.startIndex]
@@ -125,8 +131,9 @@ extension SQLiteLibraryStore {
                     if count >= limit { return false }
                     while first &+ Int64(folders.count) < id, folders.count < length { folders.append(Rows()) }
                 }
+                let before = rows.count
                 try rows.append(statement, db)
-                count += 1
+                count += rows.count - before
             }
             return true
         }
@@ -146,12 +153,26 @@ extension SQLiteLibraryStore {
 protocol SQLiteFolderRows {
     /// The columns a row holds (`append(_:_:)` reads them from column 0).
     static var columns: String { get }
+    /// The statement reading the rows of a range of folders (their ids bound
+    /// first, then a filter's values): `columns` then the folder's id, the
+    /// songs in `order`, folder by folder in id order.
+    static func walkSQL(order: LibrarySongOrder, condition: String) -> String
     /// None (what the walk hands with a folder or a playlist).
     init()
     /// The songs read.
     var count: Int { get }
     /// Reads the song of `row` (its `columns`) and keeps it.
     mutating func append(_ row: SQLiteStatement, _ db: SQLiteConnection) throws
+}
+
+extension SQLiteFolderRows {
+    /// A row per song, of the songs that `condition` (an ` AND …` clause)
+    /// keeps, from the index of `order`.
+    static func walkSQL(order: LibrarySongOrder, condition: String) -> String {
+        let index = order == .add ? "song_directory_add" : "song_directory_name"
+        return "SELECT \(columns), directory_id FROM song INDEXED BY \(index) WHERE directory_id BETWEEN ? AND ?\(condition)"
+            + " ORDER BY directory_id, " + SQLiteLibraryStore.rankColumn(order)
+    }
 }
 
 /// A song or a record read from a row of its columns.
@@ -175,21 +196,42 @@ extension Array: SQLiteFolderRows where Element: SQLiteRowItem {
     mutating func append(_ row: SQLiteStatement, _ db: SQLiteConnection) throws { append(try Element(row, db)) }
 }
 
-/// A folder's song paths as their UTF-8 bytes one after another (`list
-/// file`): two buffers a folder instead of a String a song.
+/// Folders' song paths as their UTF-8 bytes, each followed by a NUL byte
+/// (`list file`): read a row per folder (`directory.song_paths`, in add
+/// order: SQLiteFolderRanks), two buffers a folder instead of a String a song.
 struct SQLitePathList: SQLiteFolderRows {
     private var bytes: [UInt8] = []
-    /// Where each path ends in `bytes`.
+    /// Where each path's NUL is in `bytes`.
     private var ends: [Int] = []
 
-    static var columns: String { "path" }
+    static var columns: String { "song_paths" }
+
+    /// A row per folder; the add order only, and no filter.
+    static func walkSQL(order: LibrarySongOrder, condition: String) -> String {
+        assert(order == .add && condition.isEmpty, "a folder's song paths are kept in add order only")
+        return "SELECT song_paths, id FROM directory WHERE id BETWEEN ? AND ? ORDER BY id"
+    }
 
     var count: Int { ends.count }
 
-    /// Appends column 0 of `row` (NULL as an empty path).
+    /// Appends the paths of `row`'s column 0 (a last one without its NUL,
+    /// from a hostile row, gets one).
     mutating func append(_ row: SQLiteStatement, _ db: SQLiteConnection) {
-        _ = row.appendText(0, to: &bytes)
-        ends.append(bytes.count)
+        row.withBlob(0) { paths in
+            guard let base = paths.baseAddress, !paths.isEmpty else { return }
+            let start = bytes.count
+            bytes.append(contentsOf: paths)
+            var offset = 0
+            while offset < paths.count, let nul = memchr(base + offset, 0, paths.count - offset) {
+                let at = base.distance(to: nul.assumingMemoryBound(to: UInt8.self))
+                ends.append(start + at)
+                offset = at + 1
+            }
+            if paths[paths.count - 1] != 0 {
+                ends.append(bytes.count)
+                bytes.append(0)
+            }
+        }
     }
 
     /// `body` on each path in order, until it returns false; false when it did.
@@ -198,16 +240,15 @@ struct SQLitePathList: SQLiteFolderRows {
             var start = 0
             for end in ends {
                 guard body(UnsafeBufferPointer(rebasing: all[start..<end])) else { return false }
-                start = end
+                start = end + 1
             }
             return true
         }
     }
 }
 
-/// What a walk reads of each folder's songs: `Rows.columns`, in `order`, of
-/// the songs that `condition` (an ` AND …` clause, with `values`) keeps,
-/// from the index of that order.
+/// What a walk reads of each folder's songs: `Rows.walkSQL`, with the
+/// values of a filter's `condition`.
 struct SQLiteWalkRead<Rows: SQLiteFolderRows> {
     /// The statement: a range of folder ids bound first, then `values`.
     let sql: String
@@ -216,9 +257,7 @@ struct SQLiteWalkRead<Rows: SQLiteFolderRows> {
     let values: [SQLiteValue]
 
     init(order: LibrarySongOrder, condition: String = "", values: [SQLiteValue] = []) {
-        let index = order == .add ? "song_directory_add" : "song_directory_name"
-        sql = "SELECT \(Rows.columns), directory_id FROM song INDEXED BY \(index) WHERE directory_id BETWEEN ? AND ?\(condition)"
-            + " ORDER BY directory_id, " + SQLiteLibraryStore.rankColumn(order)
+        sql = Rows.walkSQL(order: order, condition: condition)
         idColumn = Int32(Rows.columns.utf8.reduce(1) { $1 == UInt8(ascii: ",") ? $0 + 1 : $0 })
         self.values = values
     }

@@ -225,9 +225,13 @@ import Testing
         try store.add(album("Art 5/Alb 2b", 30) + album("Art 0/Alb 1", 5) + album("Art 12/Alb 0", 3))
         try store.deleteDirectory(at: "Art 7/Alb 1")
         try store.deleteDirectory(at: "Art 9")
+        // A song deleted, and one moved within its folder by a new track number.
+        try store.deleteSong(at: "Art 5/Alb 2/3 x.flac")
+        try store.upsertSong(SampleLibrary.song("Art 3/Alb 1/2 x.flac", [.album: "Art 3/Alb 1", .track: "99"]))
         let entries = try walkOrder(store, "")
         let expected = entries.filter { !$0.hasPrefix("/") }
-        #expect(expected.count == 12 * 3 * 70 + 38 - 4 * 70)
+        #expect(expected.count == 12 * 3 * 70 + 38 - 4 * 70 - 1)
+        #expect(expected.firstIndex(of: "Art 3/Alb 1/2 x.flac") == expected.firstIndex(of: "Art 3/Alb 1/70 x.flac").map { $0 + 1 })
         #expect(Set(expected).count == expected.count)
         var paths: [String] = [], songs: [String] = [], records: [String] = []
         try store.visitSongPaths(matching: .and([])) { paths.append(String(decoding: $0, as: UTF8.self)); return true }
