@@ -138,7 +138,10 @@ enum SQLiteLibrarySchema {
         // kept with the ranks): `list file` reads a row per folder instead
         // of one per song, so the add order's index no longer holds the
         // paths. Written for every folder when the store opens a database
-        // with the mark set here.
+        // with the mark set here. The partial indexes of the rows holding
+        // several values hold the value too: an exact `find` tests them in
+        // the index instead of reading each such row (1 song in 20 with two
+        // artists made `find albumartist` read 5,000 rows).
         """
         ALTER TABLE directory ADD COLUMN name_rank INTEGER;
         DROP INDEX IF EXISTS directory_parent;
@@ -147,6 +150,16 @@ enum SQLiteLibrarySchema {
         INSERT OR REPLACE INTO library_state(key, value) VALUES ('song_paths_missing', 1);
         DROP INDEX IF EXISTS song_directory_add;
         CREATE INDEX song_directory_add ON song(directory_id, add_rank);
+        DROP INDEX IF EXISTS song_artist_several;
+        CREATE INDEX song_artist_several ON song(id, artist) WHERE instr(artist, char(31)) > 0;
+        DROP INDEX IF EXISTS song_album_artist_several;
+        CREATE INDEX song_album_artist_several ON song(id, album_artist) WHERE instr(album_artist, char(31)) > 0;
+        DROP INDEX IF EXISTS song_album_several;
+        CREATE INDEX song_album_several ON song(id, album) WHERE instr(album, char(31)) > 0;
+        DROP INDEX IF EXISTS song_genre_several;
+        CREATE INDEX song_genre_several ON song(id, genre) WHERE instr(genre, char(31)) > 0;
+        DROP INDEX IF EXISTS song_date_several;
+        CREATE INDEX song_date_several ON song(id, date) WHERE instr(date, char(31)) > 0;
         """,
     ]
 

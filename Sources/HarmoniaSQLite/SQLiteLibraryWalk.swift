@@ -17,7 +17,7 @@ extension SQLiteLibraryStore {
     /// songs in one read transaction under the reader's lock, so a slow
     /// client never holds it.
     func walk<Rows: SQLiteFolderRows>(from top: String, reading read: SQLiteWalkRead<Rows>, listing: Bool,
-                                              _ body: (LibraryEntry?, Rows) -> Bool) throws(CoreError) {
+                                      _ body: (LibraryEntry?, Rows) -> Bool) throws(CoreError) {
         var order: [(id: Int64, directory: LibraryDirectory?)] = []
         var ids: [Int64] = []  // order's ids, for the runs' ranges
         var lists: [Int64: [LibraryPlaylist]] = [:]

@@ -306,9 +306,12 @@ struct SQLiteFilterPushdown {
 
     /// A row holding several values of `column`, one of which may be the
     /// bound value: looked up on the column's partial index of such rows
-    /// (SQLiteLibrarySchema version 3). Binds one value.
-    private static func several(_ column: String) -> String {
-        "id IN (SELECT id FROM song WHERE instr(\(column), char(31)) > 0 AND instr(\(column), ?) > 0)"
+    /// (SQLiteLibrarySchema version 3), named, since SQLite's planner
+    /// otherwise scans a whole index that holds the column (100,000 entries
+    /// for an exact `find albumartist`: 22 ms). Binds one value. For the
+    /// columns of `SQLiteLibrarySchema.indexedTags` only.
+    static func several(_ column: String) -> String {
+        "id IN (SELECT id FROM song INDEXED BY song_\(column)_several WHERE instr(\(column), char(31)) > 0 AND instr(\(column), ?) > 0)"
     }
 
     /// An `==` SQL's byte comparison decides exactly (a non-empty value: an

@@ -262,6 +262,26 @@ import Testing
         #expect(try store.songs(matching: .and([])).isEmpty)
     }
 
+    /// An exact match on an indexed tag reads the tag's index and the rows
+    /// holding several values, never a scan of the table or of a whole index.
+    @Test func exactMatchesOnIndexedTagsScanNoWholeIndex() throws {
+        let folder = try TemporaryFolder("sqlite")
+        defer { folder.remove() }
+        let raw = try SQLiteConnection(file: try sampleDatabase(in: folder), readOnly: true)
+        defer { raw.close() }
+        for tag in SQLiteLibrarySchema.indexedTags.sorted(by: { $0.index < $1.index }) {
+            let pushdown = SQLiteFilterPushdown(.tag(tag, TagMatch(.equals, "Kraftwerk")))
+            #expect(pushdown.narrows, "\(tag)")
+            let plan = try raw.prepare("EXPLAIN QUERY PLAN SELECT path FROM song \(pushdown.whereClause)")
+            var steps: [String] = []
+            while try plan.step() { steps.append(plan.text(3) ?? "") }
+            #expect(steps.contains { $0.contains("MULTI-INDEX OR") }, "\(tag): \(steps)")
+            // Only the partial indexes of rows with several values are scanned, each alone (it holds the values).
+            #expect(!steps.contains { $0.hasPrefix("SCAN") && !($0.hasSuffix("_several") && $0.contains("COVERING INDEX")) },
+                    "\(tag): \(steps)")
+        }
+    }
+
     @Test func pushdownKeepsEverySongTheFilterMatches() throws {
         let folder = try TemporaryFolder("sqlite")
         defer { folder.remove() }
