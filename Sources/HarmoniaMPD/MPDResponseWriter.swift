@@ -205,30 +205,14 @@ public struct MPDResponseWriter: Sendable {
         }
     }
 
-    /// True when no Character of `value` is a newline: no byte below 0x20
-    /// and none that starts U+0085, U+2028 or U+2029 (0xC2, 0xE2) — checked
-    /// on bytes; a value with such a byte takes the Character check.
+    /// True when no Character of `value` is a newline: its bytes are plain
+    /// text (`isPlainText`), or, for a value with a control character or a
+    /// byte that may start a newline, the Character check says so.
     private static func hasNoNewline(_ value: String) -> Bool {
         var value = value
         return value.withUTF8 { bytes in
-            // Most values: every byte in 0x20..<0xC2.
-            let range = byteRange(bytes)
-            if range.lowest >= 0x20 && range.highest < 0xC2 { return true }
-            return !bytes.contains { $0 < 0x20 || $0 == 0xC2 || $0 == 0xE2 }
-                || !String(decoding: bytes, as: UTF8.self).contains(where: \.isNewline)
+            isPlainText(bytes) || !String(decoding: bytes, as: UTF8.self).contains(where: \.isNewline)
         }
-    }
-
-    /// The lowest and the highest byte of `bytes` (0xFF and 0 when empty),
-    /// in one pass the compiler vectorizes.
-    private static func byteRange(_ bytes: UnsafeBufferPointer<UInt8>) -> (lowest: UInt8, highest: UInt8) {
-        var lowest: UInt8 = 0xFF
-        var highest: UInt8 = 0
-        for byte in bytes {
-            lowest = min(lowest, byte)
-            highest = max(highest, byte)
-        }
-        return (lowest, highest)
     }
 
     public mutating func append(_ key: String, _ value: some BinaryInteger) {

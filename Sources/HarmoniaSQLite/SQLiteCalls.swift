@@ -264,13 +264,9 @@ package final class SQLiteStatement {
 
     /// Column `index` as UTF-8 text (bytes that are not UTF-8 are replaced); nil for NULL.
     package func text(_ index: Int32) -> String? {
-        withText(index) { String(decoding: $0, as: UTF8.self) }
-    }
-
-    /// Appends column `index`'s text, as SQLite holds it, to `bytes`;
-    /// false (nothing appended) for NULL.
-    package func appendText(_ index: Int32, to bytes: inout [UInt8]) -> Bool {
-        withText(index) { bytes.append(contentsOf: $0) } != nil
+        guard sqlite3_column_type(statement, index) != SQLITE_NULL, let bytes = sqlite3_column_text(statement, index) else { return nil }
+        let count = Int(max(0, sqlite3_column_bytes(statement, index)))
+        return String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self)
     }
 
     /// `body` on column `index`'s bytes as a blob (valid only during the call; empty for NULL).
@@ -278,13 +274,6 @@ package final class SQLiteStatement {
         let start = sqlite3_column_blob(statement, index)?.assumingMemoryBound(to: UInt8.self)
         let count = start == nil ? 0 : Int(max(0, sqlite3_column_bytes(statement, index)))
         return body(UnsafeBufferPointer(start: start, count: count))
-    }
-
-    /// `body` on column `index`'s text bytes (valid only during the call); nil for NULL.
-    private func withText<T>(_ index: Int32, _ body: (UnsafeBufferPointer<UInt8>) -> T) -> T? {
-        // NULL (or SQLite out of memory) has no text; "" has an empty one.
-        guard let text = sqlite3_column_text(statement, index) else { return nil }
-        return body(UnsafeBufferPointer(start: text, count: Int(max(0, sqlite3_column_bytes(statement, index)))))
     }
 
     private func failure(_ function: String, _ status: Int32) -> SQLiteError {

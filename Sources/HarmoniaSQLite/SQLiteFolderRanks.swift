@@ -106,11 +106,11 @@ struct SQLiteFolderRanks {
             try db.run(cached: "UPDATE song SET name_rank = ?, add_rank = ? WHERE id = ?",
                        [.integer(rank.name), .integer(rank.add), .integer(rowIDs[row])])
         }
-        let storedPaths = try db.withCached("SELECT song_paths FROM directory WHERE id = ?") { statement in
+        let pathsChanged = try db.withCached("SELECT song_paths FROM directory WHERE id = ?") { statement in
             try statement.bind([.integer(id)])
-            return try statement.step() ? statement.withBlob(0) { Array($0) } : nil
+            return try statement.step() && statement.withBlob(0) { !$0.elementsEqual(paths) }
         }
-        if let storedPaths, storedPaths != paths {
+        if pathsChanged {
             try db.run(cached: "UPDATE directory SET song_paths = ? WHERE id = ?", [.blob(paths), .integer(id)])
         }
     }
