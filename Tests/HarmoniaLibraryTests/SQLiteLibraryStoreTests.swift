@@ -133,6 +133,28 @@ import Testing
         }
     }
 
+    /// A folder's song paths from a hostile file (text instead of a blob,
+    /// bytes that are not UTF-8, a newline, no NUL after the last path) are
+    /// handed on as bytes, split at each NUL, without a trap; MPD's writer
+    /// then keeps each on one line (MPDResponseWriterTests).
+    @Test func hostileSongPathsAreHandedOnWithoutATrap() throws {
+        let folder = try TemporaryFolder("sqlite")
+        defer { folder.remove() }
+        let file = folder.path + "/library.db"
+        let store = try SQLiteLibraryStore(file: file)
+        try store.add([SampleLibrary.song("A/x.flac", [:])])
+        store.close()
+        let raw = try SQLiteConnection(file: file, readOnly: false)
+        try raw.execute("UPDATE directory SET song_paths = 'text value' WHERE path = ''")
+        try raw.execute("UPDATE directory SET song_paths = x'61ff0a620063' WHERE path = 'A'")
+        raw.close()
+        let reopened = try SQLiteLibraryStore(file: file)
+        defer { reopened.close() }
+        var paths: [[UInt8]] = []
+        try reopened.visitSongPaths(matching: .and([])) { paths.append(Array($0)); return true }
+        #expect(paths == [Array("text value".utf8), [0x61, 0xFF, 0x0A, 0x62], [0x63]])
+    }
+
     @Test func hostileValuesAreCheckedNotTrappedOn() throws {
         let folder = try TemporaryFolder("sqlite")
         defer { folder.remove() }
